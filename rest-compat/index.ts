@@ -1,0 +1,68 @@
+import fp from 'fastify-plugin';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { GraphQLError } from 'graphql';
+import { AppError, errorCatalog, type ErrorCode } from '../src/errors/catalog';
+import { createContext } from '../subgraphs/context';
+import { sessionCookieClearing } from '../src/host/graphql';
+import { API_PREFIXES, type RestRoute } from './route';
+import { routeTable } from './routes';
+
+/** Rebuilds the catalog error a resolver threw from its GraphQL form. */
+function fromGraphQLError(error: GraphQLError): AppError {
+  const { code, http: _http, ...extra } = error.extensions as { code?: string; http?: unknown } & Record<string, unknown>;
+  const known = code && code in errorCatalog ? (code as ErrorCode) : 'internal_error';
+  return new AppError(known, error.message, { extra });
+}
+
+/**
+ * Registers every route of the table under /v1 and /api/v1. A route runs its
+ * GraphQL operation in-process on the served schema, so REST and GraphQL share
+ * resolvers, rules and errors.
+ */
+export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
+  async (app, options) => {
+    const secureCookies = app.services.config.publicUrl.startsWith('https://');
+    for (const route of options.routes ?? routeTable) {
+      const handler = route.raw ?? graphqlHandler(route);
+      for (const prefix of API_PREFIXES) {
+        app.route({
+          method: route.method,
+          url: prefix + route.path,
+          schema: {
+            ...route.request,
+            ...(route.response ? { response: { [route.status]: route.response } } : {}),
+          },
+          config: { auth: route.auth, rateLimit: route.rateLimit ?? 'default', deprecation: route.deprecation },
+          handler,
+        });
+      }
+    }
+
+    function graphqlHandler(route: RestRoute) {
+      const mapping = route.graphql;
+      if (!mapping) throw new Error(`Route ${route.method} ${route.path} has neither graphql nor raw`);
+      return async (request: FastifyRequest, reply: FastifyReply) => {
+        const context = {
+          ...createContext(app.services, request.principal, request.meta, {
+            clearCookie: (name: string) => reply.header('set-cookie', sessionCookieClearing(name, secureCookies)),
+          }),
+          viaRest: true,
+        };
+        const result = await app.graphql(mapping.document, context, mapping.variables?.(request));
+        if (result.errors?.length) throw fromGraphQLError(result.errors[0] as GraphQLError);
+        reply.code(route.status);
+        const body = mapping.result(result.data as Record<string, unknown>);
+        return route.status === 204 ? reply.send() : body;
+      };
+    }
+
+    app.addHook('onSend', async (request, reply) => {
+      const deprecation = request.routeOptions.config?.deprecation;
+      if (!deprecation) return;
+      reply.header('deprecation', deprecation.deprecation);
+      reply.header('sunset', deprecation.sunset);
+      reply.header('link', `<${deprecation.link}>; rel="successor-version"`);
+    });
+  },
+  { name: 'atrium-rest-compat', dependencies: ['atrium-graphql'] },
+);

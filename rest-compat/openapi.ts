@@ -1,0 +1,131 @@
+import { errorCatalog } from '../src/errors/catalog';
+import { CURRENT_API_VERSION } from '../src/version';
+import type { JsonSchema, RestRoute } from './route';
+import { httpValidationErrorSchema, problemSchema, validationErrorSchema } from './schemas';
+import { routeTable } from './routes';
+
+const rateLimitHeaders = {
+  'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' },
+  'X-RateLimit-Remaining': { $ref: '#/components/headers/X-RateLimit-Remaining' },
+  'X-RateLimit-Reset': { $ref: '#/components/headers/X-RateLimit-Reset' },
+  'X-Service-Version': { $ref: '#/components/headers/X-Service-Version' },
+  'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+};
+
+function problem(description: string, ref = '#/components/schemas/ProblemDetail') {
+  return { description, headers: rateLimitHeaders, content: { 'application/problem+json': { schema: { $ref: ref } } } };
+}
+
+function parameters(route: RestRoute): JsonSchema[] {
+  const out: JsonSchema[] = [];
+  for (const [where, schema] of [
+    ['path', route.request?.params],
+    ['query', route.request?.querystring],
+  ] as const) {
+    const props = (schema?.properties ?? {}) as Record<string, JsonSchema>;
+    const required = new Set((schema?.required ?? []) as string[]);
+    for (const [name, s] of Object.entries(props)) {
+      const { description, ...rest } = s;
+      out.push({ name, in: where, required: where === 'path' || required.has(name), description, schema: rest });
+    }
+  }
+  out.push({ $ref: '#/components/parameters/X-Service-API-Version' });
+  return out;
+}
+
+function operation(route: RestRoute): JsonSchema {
+  const responses: Record<string, unknown> = {};
+  responses[String(route.status)] =
+    route.status === 204
+      ? { description: 'Done; no body', headers: rateLimitHeaders }
+      : {
+          description: route.summary,
+          headers: rateLimitHeaders,
+          content: { 'application/json': { schema: route.response } },
+        };
+  if (route.request?.body) {
+    responses['400'] = problem('Malformed JSON or unsupported API version');
+    responses['413'] = problem('Body too large');
+    responses['415'] = problem('Content-Type is not application/json');
+  }
+  if (route.auth === 'required') responses['401'] = problem('Missing, invalid or expired credential');
+  if (route.request) responses['422'] = problem('Validation failed', '#/components/schemas/HTTPValidationError');
+  responses['429'] = {
+    ...problem('Rate limit exceeded'),
+    headers: { ...rateLimitHeaders, 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait' } },
+  };
+  responses['500'] = problem('Unexpected error (masked; quote request_id)');
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    tags: [route.tag],
+    ...(route.deprecation ? { deprecated: true } : {}),
+    security: route.auth === 'required' ? [{ bearer: [] }] : [],
+    parameters: parameters(route),
+    ...(route.request?.body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: route.request.body } } } }
+      : {}),
+    responses,
+  };
+}
+
+/** The OpenAPI 3.1 document, generated from the route table. */
+export function buildOpenApi(publicUrl: string, routes: RestRoute[] = routeTable): JsonSchema {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const path = route.path.replace(/:(\w+)/g, '{$1}');
+    (paths[path] ??= {})[route.method.toLowerCase()] = operation(route);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Atrium API',
+      version: CURRENT_API_VERSION,
+      description:
+        'REST-compatible surface of Atrium. Every path is served under both /v1 and /api/v1. ' +
+        'Errors are RFC 9457 problem details; error codes: ' +
+        Object.keys(errorCatalog).join(', ') +
+        '.',
+    },
+    servers: [
+      { url: `${publicUrl}/v1`, description: 'Production prefix' },
+      { url: `${publicUrl}/api/v1`, description: 'Staging prefix (same routes)' },
+    ],
+    tags: [
+      { name: 'Platform', description: 'Health, model catalog and documentation feedback' },
+      { name: 'Authentication', description: 'Sign-in, tokens and the caller profile' },
+    ],
+    paths,
+    components: {
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An access token (JWT) or a company API key (svc_…)',
+        },
+      },
+      parameters: {
+        'X-Service-API-Version': {
+          name: 'X-Service-API-Version',
+          in: 'header',
+          required: false,
+          description: 'Pins an API version (CalVer); versions before 2026.05.04 get {"detail": …} error bodies',
+          schema: { type: 'string', enum: ['2026.05.04', '2026.04.21', '2026.03.30'] },
+        },
+      },
+      headers: {
+        'X-RateLimit-Limit': { schema: { type: 'integer' }, description: 'Requests allowed in the window' },
+        'X-RateLimit-Remaining': { schema: { type: 'integer' }, description: 'Requests left in the window' },
+        'X-RateLimit-Reset': { schema: { type: 'integer' }, description: 'Unix epoch seconds when the window resets' },
+        'X-Service-Version': { schema: { type: 'string' }, description: 'The API version served' },
+        'X-Request-Id': { schema: { type: 'string' }, description: 'Echoed or generated request id' },
+      },
+      schemas: {
+        ProblemDetail: problemSchema,
+        ValidationError: validationErrorSchema,
+        HTTPValidationError: httpValidationErrorSchema,
+      },
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuthKind, Deprecation, RateLimitClass } from '../src/host/types';
+
+export type JsonSchema = Record<string, unknown>;
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** A REST route that runs a GraphQL operation on the served schema. */
+export interface GraphQLMapping {
+  document: string;
+  variables?: (request: FastifyRequest) => Record<string, unknown>;
+  /** Maps the operation's `data` to the documented (snake_case) body. */
+  result: (data: Record<string, unknown>) => unknown;
+}
+
+/**
+ * One documented path. Exactly one of `graphql` (the default: same resolvers as
+ * GraphQL) or `raw` (routes carrying raw bytes, calling core services) is set.
+ */
+export interface RestRoute {
+  method: HttpMethod;
+  /** Documented path relative to the prefix, e.g. /auth/login. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  auth: AuthKind;
+  rateLimit?: RateLimitClass;
+  deprecation?: Deprecation;
+  /** Success status; 204 sends no body. */
+  status: number;
+  request?: { body?: JsonSchema; querystring?: JsonSchema; params?: JsonSchema };
+  /** The success body's schema (omit for 204). */
+  response?: JsonSchema;
+  graphql?: GraphQLMapping;
+  raw?: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}
+
+export const API_PREFIXES = ['/v1', '/api/v1'] as const;

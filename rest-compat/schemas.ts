@@ -1,0 +1,43 @@
+import type { JsonSchema } from './route';
+
+/** Shared JSON-schema fragments of the REST surface (also the OpenAPI components). */
+export const nullable = (type: string, extra: JsonSchema = {}): JsonSchema => ({ type: [type, 'null'], ...extra });
+export const dateTime: JsonSchema = { type: 'string', format: 'date-time' };
+export const uuid: JsonSchema = { type: 'string', format: 'uuid' };
+
+export const problemSchema: JsonSchema = {
+  type: 'object',
+  description: 'RFC 9457 problem details',
+  required: ['type', 'title', 'status', 'detail', 'instance', 'request_id'],
+  properties: {
+    type: { type: 'string', format: 'uri', description: '{docs_url}/errors/<code>' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    instance: { type: 'string', description: 'The request path' },
+    request_id: { type: 'string' },
+    code: { type: 'string', description: 'The error code, the last segment of type' },
+  },
+};
+
+export const validationErrorSchema: JsonSchema = {
+  type: 'object',
+  required: ['loc', 'msg', 'type'],
+  properties: {
+    loc: { type: 'array', items: { type: ['string', 'integer'] } },
+    msg: { type: 'string' },
+    type: { type: 'string' },
+  },
+};
+
+export const httpValidationErrorSchema: JsonSchema = {
+  allOf: [{ $ref: '#/components/schemas/ProblemDetail' }],
+  type: 'object',
+  properties: { errors: { type: 'array', items: { $ref: '#/components/schemas/ValidationError' } } },
+};
+
+export const userSummary: JsonSchema = {
+  type: 'object',
+  required: ['id', 'email', 'role'],
+  properties: { id: uuid, email: { type: 'string' }, role: { type: 'string', enum: ['owner', 'admin', 'member'] } },
+};

@@ -1,0 +1,97 @@
+import 'reflect-metadata';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import helmet from '@fastify/helmet';
+import cors from '@fastify/cors';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+import { randomUUID } from 'node:crypto';
+import { loadConfig, type Config } from './config';
+import { createServices, type Services } from './services';
+import { apiVersionPlugin } from './host/api-version';
+import { unitOfWorkPlugin } from './host/unit-of-work';
+import { principalPlugin } from './host/principal';
+import { rateLimitPlugin } from './host/rate-limit';
+import { errorsPlugin } from './host/errors';
+import { graphqlPlugin } from './host/graphql';
+import { docsPlugin } from './host/docs';
+import './host/types';
+import { buildSupergraph } from '../subgraphs/supergraph';
+import { restCompatPlugin } from '../rest-compat';
+
+export interface BuildOptions {
+  /** Settings over the environment's (tests pass a temp DATA_DIR etc.). */
+  config?: Partial<Config>;
+  env?: Record<string, string | undefined>;
+  /** Pino options; defaults to JSON logs at config.logLevel. */
+  logger?: boolean | { level: string };
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** A body may not be coerced (a string stays a string); query and path values may. */
+function validatorCompilers() {
+  const common = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false } as const;
+  const strict = addFormats(new Ajv({ ...common, coerceTypes: false }));
+  const coercing = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
+    (httpPart === 'body' ? strict : coercing).compile(schema);
+}
+
+/** Builds the whole app without listening; main.ts listens, tests inject. */
+export async function buildApp(options: BuildOptions = {}): Promise<FastifyInstance> {
+  const config = loadConfig(options.env ?? process.env, options.config);
+  const services: Services = await createServices(config);
+  const supergraph = await buildSupergraph();
+
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel },
+    // One access-log line per request, written in onResponse below.
+    logController: new LogController({ disableRequestLogging: true }),
+    trustProxy: config.trustProxy,
+    bodyLimit: config.bodyLimitBytes,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.setValidatorCompiler(validatorCompilers());
+  app.decorate('services', services);
+  app.addHook('onClose', async () => services.close());
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request completed',
+    );
+  });
+
+  await app.register(errorsPlugin);
+  await app.register(helmet, {
+    // An API answers JSON: nothing to run, nothing to frame. Pages set their own policy.
+    contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+    crossOriginResourcePolicy: { policy: 'same-site' },
+  });
+  await app.register(cors, {
+    origin: config.corsOrigins.length ? config.corsOrigins : false,
+    credentials: true,
+    exposedHeaders: [
+      'X-Request-Id',
+      'X-Service-Version',
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Reset',
+      'RateLimit',
+      'RateLimit-Policy',
+      'Retry-After',
+    ],
+  });
+  await app.register(apiVersionPlugin);
+  await app.register(unitOfWorkPlugin);
+  await app.register(principalPlugin);
+  await app.register(rateLimitPlugin);
+  await app.register(graphqlPlugin, { supergraph });
+  await app.register(restCompatPlugin);
+  await app.register(docsPlugin);
+  return app;
+}

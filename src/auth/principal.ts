@@ -1,0 +1,39 @@
+import type { AppError } from '../errors/catalog';
+import type { Role } from '../domains/identity/user.entity';
+
+/** Who is calling, resolved once per request and passed unchanged to resolvers. */
+export type Principal = AnonymousPrincipal | UserPrincipal | ApiKeyPrincipal;
+
+export interface AnonymousPrincipal {
+  kind: 'anonymous';
+  /** Why a presented credential was refused (expired, revoked, malformed). */
+  credentialError?: AppError;
+}
+
+export interface UserPrincipal {
+  kind: 'user';
+  userId: string;
+  companyId: string;
+  role: Role;
+  email: string;
+  sessionId: string;
+  isSuperadmin: boolean;
+}
+
+export interface ApiKeyPrincipal {
+  kind: 'api_key';
+  keyId: string;
+  companyId: string;
+  /** Company keys act as an admin of their company, without a user. */
+  role: 'admin';
+  name: string;
+}
+
+export const anonymous: AnonymousPrincipal = Object.freeze({ kind: 'anonymous' });
+
+/** What the transport knows about the request, for audit and rate limits. */
+export interface RequestMeta {
+  requestId: string;
+  ip: string;
+  userAgent: string | null;
+}

@@ -1,0 +1,114 @@
+import path from 'node:path';
+
+/**
+ * Every setting Atrium reads, with its default. The README's configuration table
+ * is written from this file; keep the two in step.
+ */
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** SQLite file; ':memory:' is accepted for tests. */
+  databaseFile: string;
+  publicUrl: string;
+  docsUrl: string;
+  logLevel: string;
+  /** Trust X-Forwarded-* from a reverse proxy (for client IPs). */
+  trustProxy: boolean;
+  /** Allowed browser origins; empty means CORS is closed. */
+  corsOrigins: string[];
+  bodyLimitBytes: number;
+  /** Secret for HS256 access tokens; generated into DATA_DIR when not given. */
+  jwtSecret?: string;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  /** Password hashing cost (scrypt N). Lowered only by tests. */
+  scryptCost: number;
+  rateLimit: RateLimitConfig;
+  /** Run migrations on start (the default; the CLI and tests rely on it). */
+  migrate: boolean;
+  owner?: { email: string; password: string; company: string };
+}
+
+export interface RateLimitConfig {
+  windowSeconds: number;
+  /** Per authenticated credential (user or API key). */
+  authenticated: number;
+  /** Per client IP for callers without a credential. */
+  anonymous: number;
+  /** Per client IP on /auth/*: login, refresh, logout. */
+  auth: number;
+  /** Per client IP on the public feedback collector. */
+  feedback: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) {
+    throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
+  }
+  return value;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new Error(`${name} must be true or false, got "${raw}"`);
+}
+
+function list(env: Env, name: string): string[] {
+  return (env[name] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const host = env.HOST || '127.0.0.1';
+  const port = int(env, 'PORT', 8080);
+  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const publicUrl = (env.PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const owner =
+    env.ATRIUM_OWNER_EMAIL && env.ATRIUM_OWNER_PASSWORD
+      ? {
+          email: env.ATRIUM_OWNER_EMAIL,
+          password: env.ATRIUM_OWNER_PASSWORD,
+          company: env.ATRIUM_OWNER_COMPANY || 'Default',
+        }
+      : undefined;
+  const config: Config = {
+    host,
+    port,
+    dataDir,
+    databaseFile: env.DATABASE_FILE || path.join(dataDir, 'atrium.sqlite'),
+    publicUrl,
+    docsUrl: (env.DOCS_URL || `${publicUrl}/docs`).replace(/\/+$/, ''),
+    logLevel: env.LOG_LEVEL || 'info',
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    corsOrigins: list(env, 'CORS_ORIGINS'),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    jwtSecret: env.JWT_SECRET || undefined,
+    accessTokenTtlSeconds: 15 * 60,
+    refreshTokenTtlSeconds: 30 * 24 * 3600,
+    scryptCost: int(env, 'SCRYPT_COST', 2 ** 15, 2),
+    rateLimit: {
+      windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
+      authenticated: int(env, 'RATE_LIMIT_AUTHENTICATED', 600, 1),
+      anonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 120, 1),
+      auth: int(env, 'RATE_LIMIT_AUTH', 20, 1),
+      feedback: int(env, 'RATE_LIMIT_FEEDBACK', 10, 1),
+    },
+    migrate: true,
+    owner,
+  };
+  if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < 32) {
+    throw new Error('JWT_SECRET must be at least 32 bytes');
+  }
+  return { ...config, ...overrides };
+}

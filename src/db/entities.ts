@@ -1,0 +1,12 @@
+import { ApiKey } from '../domains/identity/api-key.entity';
+import { Company } from '../domains/identity/company.entity';
+import { RefreshToken } from '../domains/identity/refresh-token.entity';
+import { Session } from '../domains/identity/session.entity';
+import { User } from '../domains/identity/user.entity';
+import { AuditEvent } from '../domains/audit/audit-event.entity';
+import { Model } from '../domains/catalog/model.entity';
+import { Plan } from '../domains/billing/plan.entity';
+import { DocsFeedback } from '../domains/feedback/docs-feedback.entity';
+
+/** Every entity the ORM maps; migrations must match this list (a test checks). */
+export const entities = [Company, User, Session, RefreshToken, ApiKey, AuditEvent, Model, Plan, DocsFeedback];

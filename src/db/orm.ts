@@ -1,0 +1,48 @@
+import 'reflect-metadata';
+import { MikroORM, type Options } from '@mikro-orm/better-sqlite';
+import { Migrator } from '@mikro-orm/migrations';
+import { ReflectMetadataProvider } from '@mikro-orm/core';
+import fs from 'node:fs';
+import path from 'node:path';
+import { entities } from './entities';
+import { migrationsList } from './migrations';
+
+export type Orm = MikroORM;
+
+export function ormOptions(databaseFile: string): Options {
+  return {
+    dbName: databaseFile,
+    entities,
+    metadataProvider: ReflectMetadataProvider,
+    extensions: [Migrator],
+    // Each request, WebSocket operation and job gets its own fork; touching the
+    // global manager by accident is a bug, so it throws.
+    allowGlobalContext: false,
+    forceUtcTimezone: true,
+    debug: false,
+    migrations: {
+      migrationsList,
+      transactional: true,
+      allOrNothing: true,
+      snapshot: false,
+    },
+    discovery: { warnWhenNoEntities: true },
+    pool: { min: 1, max: 1 },
+  };
+}
+
+/**
+ * Opens the SQLite file (creating its folder), turns on WAL and foreign keys,
+ * and applies pending migrations.
+ */
+export async function openDatabase(databaseFile: string, options: { migrate?: boolean } = {}): Promise<Orm> {
+  if (databaseFile !== ':memory:') fs.mkdirSync(path.dirname(databaseFile), { recursive: true });
+  const orm = await MikroORM.init(ormOptions(databaseFile));
+  const connection = orm.em.getConnection();
+  if (databaseFile !== ':memory:') await connection.execute('pragma journal_mode = wal');
+  await connection.execute('pragma foreign_keys = on');
+  await connection.execute('pragma busy_timeout = 5000');
+  await connection.execute('pragma synchronous = normal');
+  if (options.migrate !== false) await orm.getMigrator().up();
+  return orm;
+}

@@ -1,0 +1,32 @@
+import { Entity, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+
+/** An AI model of the catalog; blocked models are hidden and refused. */
+@Entity({ tableName: 'models' })
+export class Model {
+  [OptionalProps]?: 'blocked' | 'createdAt';
+
+  @PrimaryKey({ type: 'string', length: 100 })
+  id!: string;
+
+  @Property({ type: 'string', length: 200 })
+  displayName!: string;
+
+  @Property({ type: 'string', length: 64 })
+  provider!: string;
+
+  @Property({ type: 'string', length: 64 })
+  family!: string;
+
+  @Property({ type: 'boolean' })
+  blocked: boolean = false;
+
+  /** Credits charged per 1,000 tokens. */
+  @Property({ type: 'integer' })
+  creditCost!: number;
+
+  @Property({ type: 'integer' })
+  contextLength!: number;
+
+  @Property({ type: 'datetime' })
+  createdAt: Date = new Date();
+}

@@ -1,0 +1,234 @@
+import type { Orm } from '../../db/orm';
+import type { Config } from '../../config';
+import type { EventBus } from '../../events/event-bus';
+import { AppError } from '../../errors/catalog';
+import { dummyPasswordHash, verifyPassword } from '../../auth/password';
+import { AccessTokens, COMPANY_KEY_PREFIX, newRefreshToken, sha256Hex } from '../../auth/tokens';
+import { requireAuthenticated } from '../../auth/policy';
+import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
+import type { AuditService } from '../audit/audit.service';
+import { ApiKey } from './api-key.entity';
+import { RefreshToken } from './refresh-token.entity';
+import { Session } from './session.entity';
+import { User } from './user.entity';
+import { normalizeEmail } from './identity.service';
+import { currentEm } from '../../db/unit-of-work';
+
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+}
+
+export interface LoginResult extends TokenPair {
+  user: User;
+}
+
+interface Cached<T> {
+  value: T;
+  until: number;
+  sessionExpiresAt?: number;
+}
+
+/** How long a resolved session or key is trusted without a database read. */
+const CACHE_MS = 30_000;
+/** Session and key "last seen" is written at most this often. */
+const TOUCH_MS = 60_000;
+
+/**
+ * Sign-in, token rotation, sign-out and credential resolution. Revocations and
+ * user changes are pushed through the event bus, so a revoked session or key
+ * stops working at once even though resolved credentials are cached.
+ */
+export class AuthService {
+  private readonly sessions = new Map<string, Cached<UserPrincipal>>();
+  private readonly keys = new Map<string, Cached<ApiKeyPrincipal>>();
+  private readonly lastTouched = new Map<string, number>();
+  private dummyHash: Promise<string> | undefined;
+
+  constructor(
+    private readonly orm: Orm,
+    private readonly config: Config,
+    private readonly bus: EventBus,
+    private readonly audit: AuditService,
+    readonly tokens: AccessTokens,
+  ) {
+    bus.subscribe('session.revoked', ({ sessionId }) => this.sessions.delete(sessionId));
+    bus.subscribe('user.changed', ({ userId }) => {
+      for (const [id, cached] of this.sessions) if (cached.value.userId === userId) this.sessions.delete(id);
+    });
+    bus.subscribe('api_key.revoked', ({ keyHash }) => this.keys.delete(keyHash));
+  }
+
+  async login(input: { email: string; password: string }, meta: RequestMeta): Promise<LoginResult> {
+    const email = normalizeEmail(input.email);
+    const em = currentEm(this.orm);
+    const user = await em.findOne(User, { email }, { populate: ['company'] });
+    // Same work whether or not the email exists: no user enumeration by timing.
+    this.dummyHash ??= dummyPasswordHash(this.config.scryptCost);
+    const ok = await verifyPassword(input.password, user?.passwordHash ?? (await this.dummyHash));
+    if (!user || !ok) {
+      await this.audit.record({
+        action: 'auth.login_failed',
+        companyId: user?.company.id ?? null,
+        actor: { actorType: 'anonymous', actorId: null, actorLabel: email },
+        meta,
+        data: { reason: 'invalid_credentials' },
+      });
+      throw new AppError('invalid_credentials', 'Email or password is incorrect');
+    }
+    if (user.status !== 'active') {
+      throw new AppError('forbidden', 'This account is suspended; contact your administrator');
+    }
+
+    const now = new Date();
+    const session = em.create(Session, {
+      user,
+      company: user.company,
+      ip: meta.ip,
+      userAgent: meta.userAgent?.slice(0, 512) ?? null,
+      authenticatedAt: now,
+      expiresAt: now,
+    });
+    const refreshToken = this.issueRefreshToken(session, now);
+    user.lastLoginAt = now;
+    await em.flush();
+
+    const accessToken = await this.tokens.sign({ sub: user.id, cid: user.company.id, role: user.role, sid: session.id });
+    await this.audit.record({
+      action: 'auth.login',
+      companyId: user.company.id,
+      actor: { actorType: 'user', actorId: user.id, actorLabel: user.email },
+      meta,
+      targetType: 'session',
+      targetId: session.id,
+    });
+    return { accessToken, refreshToken, user };
+  }
+
+  /**
+   * Rotates a refresh token. The presented token is spent by one conditional
+   * UPDATE, so of concurrent refreshes with one token exactly one wins.
+   */
+  async refresh(presented: string, meta: RequestMeta): Promise<TokenPair> {
+    const em = currentEm(this.orm);
+    const tokenHash = sha256Hex(presented);
+    const now = new Date();
+    const spent = await em.nativeUpdate(
+      RefreshToken,
+      { tokenHash, usedAt: null, expiresAt: { $gt: now } },
+      { usedAt: now },
+    );
+    const token = await em.findOne(RefreshToken, { tokenHash }, { populate: ['session.user', 'session.company'] });
+    if (spent !== 1 || !token) {
+      if (token?.usedAt) {
+        await this.audit.record({
+          action: 'auth.refresh_token_reused',
+          companyId: token.session.company.id,
+          actor: { actorType: 'user', actorId: token.session.user.id, actorLabel: token.session.user.email },
+          meta,
+          targetType: 'session',
+          targetId: token.session.id,
+        });
+      }
+      throw new AppError('token_invalid', 'The refresh token is invalid, expired or already used');
+    }
+    const { session } = token;
+    const user = session.user;
+    if (session.revokedAt || session.expiresAt <= now || user.status !== 'active') {
+      throw new AppError('token_invalid', 'The session of this refresh token has ended');
+    }
+    const refreshToken = this.issueRefreshToken(session, now);
+    session.lastSeenAt = now;
+    await em.flush();
+    const accessToken = await this.tokens.sign({ sub: user.id, cid: session.company.id, role: user.role, sid: session.id });
+    return { accessToken, refreshToken };
+  }
+
+  /** Ends the caller's session: its refresh token and access tokens die with it. */
+  async logout(principal: Principal, meta: RequestMeta): Promise<void> {
+    requireAuthenticated(principal);
+    if (principal.kind !== 'user') throw new AppError('bad_request', 'An API key has no session to log out of; delete the key instead');
+    await this.revokeSession(principal.sessionId, principal.userId, 'logout');
+    await this.audit.record({
+      action: 'auth.logout',
+      companyId: principal.companyId,
+      principal,
+      meta,
+      targetType: 'session',
+      targetId: principal.sessionId,
+    });
+  }
+
+  async revokeSession(sessionId: string, userId: string, reason: string): Promise<void> {
+    await currentEm(this.orm).nativeUpdate(Session, { id: sessionId, revokedAt: null }, { revokedAt: new Date(), revokedReason: reason });
+    this.bus.publish('session.revoked', { sessionId, userId });
+  }
+
+  /** Resolves a Bearer credential (access token or company key) to a principal, or throws. */
+  async authenticate(credential: string): Promise<UserPrincipal | ApiKeyPrincipal> {
+    if (credential.startsWith(COMPANY_KEY_PREFIX)) return this.authenticateKey(credential);
+    const claims = await this.tokens.verify(credential);
+    const now = Date.now();
+    const cached = this.sessions.get(claims.sid);
+    if (cached && cached.until > now && cached.sessionExpiresAt! > now) return cached.value;
+
+    const session = await currentEm(this.orm).findOne(Session, { id: claims.sid }, { populate: ['user'] });
+    if (!session || session.revokedAt || session.expiresAt.getTime() <= now || session.user.id !== claims.sub) {
+      throw new AppError('token_invalid', 'The session of this access token has ended');
+    }
+    const user = session.user;
+    if (user.status !== 'active') throw new AppError('token_invalid', 'This account is suspended');
+    const principal: UserPrincipal = {
+      kind: 'user',
+      userId: user.id,
+      companyId: claims.cid,
+      // The role is read from the user, not the token, so a demotion bites at once.
+      role: user.role,
+      email: user.email,
+      sessionId: session.id,
+      isSuperadmin: user.isSuperadmin,
+    };
+    this.sessions.set(session.id, { value: principal, until: now + CACHE_MS, sessionExpiresAt: session.expiresAt.getTime() });
+    this.touch(Session, session.id, 'lastSeenAt', now);
+    return principal;
+  }
+
+  private async authenticateKey(key: string): Promise<ApiKeyPrincipal> {
+    const keyHash = sha256Hex(key);
+    const now = Date.now();
+    const cached = this.keys.get(keyHash);
+    if (cached && cached.until > now) return cached.value;
+    const apiKey = await currentEm(this.orm).findOne(ApiKey, { keyHash, revokedAt: null });
+    if (!apiKey) throw new AppError('token_invalid', 'The API key is invalid or has been revoked');
+    const principal: ApiKeyPrincipal = {
+      kind: 'api_key',
+      keyId: apiKey.id,
+      companyId: apiKey.company.id,
+      role: 'admin',
+      name: apiKey.name,
+    };
+    this.keys.set(keyHash, { value: principal, until: now + CACHE_MS });
+    this.touch(ApiKey, apiKey.id, 'lastUsedAt', now);
+    return principal;
+  }
+
+  private issueRefreshToken(session: Session, now: Date): string {
+    const token = newRefreshToken();
+    // Sliding: each rotation keeps the session alive for another refresh lifetime.
+    session.expiresAt = new Date(now.getTime() + this.config.refreshTokenTtlSeconds * 1000);
+    currentEm(this.orm).create(RefreshToken, { session, tokenHash: sha256Hex(token), expiresAt: session.expiresAt });
+    return token;
+  }
+
+  /** Throttled "last used" bookkeeping, off the request's unit of work. */
+  private touch(entity: typeof Session | typeof ApiKey, id: string, field: 'lastSeenAt' | 'lastUsedAt', now: number): void {
+    const last = this.lastTouched.get(id) ?? 0;
+    if (now - last < TOUCH_MS) return;
+    this.lastTouched.set(id, now);
+    if (this.lastTouched.size > 50_000) this.lastTouched.clear();
+    this.orm.em
+      .fork()
+      .nativeUpdate(entity as typeof Session, { id }, { [field]: new Date(now) })
+      .catch(() => this.lastTouched.delete(id));
+  }
+}

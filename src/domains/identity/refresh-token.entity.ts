@@ -1,0 +1,31 @@
+import { Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+import { Session } from './session.entity';
+
+/**
+ * One link of a session's refresh chain. Only the SHA-256 of the token is kept;
+ * `usedAt` is set by a single conditional UPDATE so that one presentation wins.
+ */
+@Entity({ tableName: 'refresh_tokens' })
+@Index({ properties: ['session'] })
+export class RefreshToken {
+  [OptionalProps]?: 'id' | 'createdAt' | 'usedAt';
+
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne(() => Session, { deleteRule: 'cascade' })
+  session!: Session;
+
+  @Property({ type: 'string', length: 64, unique: true })
+  tokenHash!: string;
+
+  @Property({ type: 'datetime' })
+  expiresAt!: Date;
+
+  @Property({ type: 'datetime' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'datetime', nullable: true })
+  usedAt: Date | null = null;
+}

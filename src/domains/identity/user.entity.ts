@@ -1,0 +1,49 @@
+import { Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+import { Company } from './company.entity';
+
+export const roles = ['owner', 'admin', 'member'] as const;
+export type Role = (typeof roles)[number];
+export const userStatuses = ['active', 'suspended'] as const;
+export type UserStatus = (typeof userStatuses)[number];
+
+@Entity({ tableName: 'users' })
+@Index({ properties: ['company', 'createdAt'] })
+export class User {
+  [OptionalProps]?: 'id' | 'createdAt' | 'updatedAt' | 'status' | 'isSuperadmin' | 'name' | 'lastLoginAt';
+
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne(() => Company, { deleteRule: 'cascade' })
+  company!: Company;
+
+  /** Stored lower-cased; unique across the instance so login needs no company. */
+  @Property({ type: 'string', length: 320, unique: true })
+  email!: string;
+
+  @Property({ type: 'string', length: 200, nullable: true })
+  name: string | null = null;
+
+  @Property({ type: 'string', length: 255, hidden: true })
+  passwordHash!: string;
+
+  @Property({ type: 'string', length: 16 })
+  role!: Role;
+
+  @Property({ type: 'string', length: 16 })
+  status: UserStatus = 'active';
+
+  /** Platform operator: may act across companies. */
+  @Property({ type: 'boolean' })
+  isSuperadmin: boolean = false;
+
+  @Property({ type: 'datetime' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'datetime', onUpdate: () => new Date() })
+  updatedAt: Date = new Date();
+
+  @Property({ type: 'datetime', nullable: true })
+  lastLoginAt: Date | null = null;
+}

@@ -1,0 +1,67 @@
+/**
+ * The one error catalog. Each code has an HTTP status and a title; GraphQL
+ * errors carry the code in `extensions.code` and REST problems in `type`.
+ * Tests assert codes, never messages.
+ */
+export const errorCatalog = {
+  bad_request: { status: 400, title: 'Bad request' },
+  malformed_json: { status: 400, title: 'Malformed JSON body' },
+  unsupported_api_version: { status: 400, title: 'Unsupported API version' },
+  unauthenticated: { status: 401, title: 'Authentication required' },
+  invalid_credentials: { status: 401, title: 'Invalid credentials' },
+  token_invalid: { status: 401, title: 'Token invalid' },
+  token_expired: { status: 401, title: 'Token expired' },
+  mfa_required: { status: 401, title: 'MFA code required' },
+  forbidden: { status: 403, title: 'Forbidden' },
+  step_up_required: { status: 403, title: 'Recent authentication required' },
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  conflict: { status: 409, title: 'Conflict' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  validation_error: { status: 422, title: 'Validation error' },
+  rate_limited: { status: 429, title: 'Too many requests' },
+  internal_error: { status: 500, title: 'Internal server error' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof errorCatalog;
+
+/** One failed check on an input: the HTTPValidationError item shape. */
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly title: string;
+  /** Extra problem members, e.g. validation `errors`. */
+  readonly extra: Record<string, unknown>;
+  /** Headers the transport should add to the error response. */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    detail?: string,
+    options: { extra?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    const entry = errorCatalog[code];
+    super(detail ?? entry.title, { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.status = entry.status;
+    this.title = entry.title;
+    this.extra = options.extra ?? {};
+    this.headers = options.headers ?? {};
+  }
+
+  static validation(issues: ValidationIssue[], detail = 'The request failed validation'): AppError {
+    return new AppError('validation_error', detail, { extra: { errors: issues } });
+  }
+}
+
+export function isAppError(error: unknown): error is AppError {
+  return error instanceof AppError;
+}

@@ -1,0 +1,48 @@
+import fp from 'fastify-plugin';
+import type { FastifyRequest } from 'fastify';
+import { anonymous, type Principal } from '../auth/principal';
+import { AppError, isAppError } from '../errors/catalog';
+import type { Services } from '../services';
+
+/** Resolves a Bearer credential once; a refused credential is kept so the 401 can say why. */
+export async function resolvePrincipal(services: Services, authorization: string | undefined): Promise<Principal> {
+  if (!authorization) return anonymous;
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
+  if (!match) {
+    return { kind: 'anonymous', credentialError: new AppError('token_invalid', 'Use "Authorization: Bearer <token>"') };
+  }
+  try {
+    return await services.auth.authenticate(match[1]!);
+  } catch (error) {
+    if (isAppError(error)) return { kind: 'anonymous', credentialError: error };
+    throw error;
+  }
+}
+
+function clientMeta(request: FastifyRequest) {
+  const userAgent = request.headers['user-agent'];
+  return { requestId: String(request.id), ip: request.ip, userAgent: userAgent ?? null };
+}
+
+export const principalPlugin = fp(
+  async (app) => {
+    app.decorateRequest('principal', null as never);
+    app.decorateRequest('meta', null as never);
+    app.addHook('onRequest', async (request) => {
+      request.meta = clientMeta(request);
+      request.principal = await resolvePrincipal(app.services, request.headers.authorization);
+    });
+    // Routes that need a credential refuse before the body is validated.
+    app.addHook('onRoute', (route) => {
+      if (route.config?.auth !== 'required') return;
+      const check = async (request: FastifyRequest) => {
+        const p = request.principal;
+        if (p.kind === 'anonymous') {
+          throw p.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
+        }
+      };
+      route.preValidation = [check, ...(route.preValidation ? [route.preValidation].flat() : [])];
+    });
+  },
+  { name: 'atrium-principal', dependencies: ['atrium-unit-of-work'] },
+);

@@ -1,0 +1,32 @@
+import type { Principal, RequestMeta } from '../auth/principal';
+import type { Services } from '../services';
+
+/** Per-route behaviour, declared in the route's `config` and applied by hooks. */
+export type AuthKind = 'public' | 'required' | 'optional';
+export type RateLimitClass = 'default' | 'auth' | 'feedback';
+
+export interface Deprecation {
+  /** RFC 9745 Deprecation value, e.g. '@1767225600'. */
+  deprecation: string;
+  /** RFC 8594 Sunset, an HTTP date. */
+  sunset: string;
+  /** The successor resource. */
+  link: string;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services;
+  }
+  interface FastifyRequest {
+    principal: Principal;
+    meta: RequestMeta;
+    /** The version pinned with X-Service-API-Version, if any. */
+    apiVersion?: string;
+  }
+  interface FastifyContextConfig {
+    auth?: AuthKind;
+    rateLimit?: RateLimitClass;
+    deprecation?: Deprecation;
+  }
+}

@@ -1,0 +1,25 @@
+import { buildApp } from './app';
+
+/** The only file that listens. Stops cleanly on SIGINT/SIGTERM. */
+async function main() {
+  const app = await buildApp();
+  const { host, port } = app.services.config;
+  await app.listen({ host, port });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      app.log.info({ signal }, 'shutting down');
+      app
+        .close()
+        .then(() => process.exit(0))
+        .catch((error) => {
+          app.log.error(error);
+          process.exit(1);
+        });
+    });
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

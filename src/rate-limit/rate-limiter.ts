@@ -1,0 +1,47 @@
+/**
+ * Fixed-window counters kept in memory. The store is a strategy: a Redis store
+ * with the same `hit` signature is the scale-out path.
+ */
+export interface RateLimitDecision {
+  limit: number;
+  remaining: number;
+  /** Unix epoch seconds at which the window resets. */
+  resetAt: number;
+  allowed: boolean;
+}
+
+interface Window {
+  count: number;
+  resetAt: number;
+}
+
+export class MemoryRateLimiter {
+  private windows = new Map<string, Window>();
+  private nextSweep = 0;
+
+  constructor(private readonly windowSeconds: number) {}
+
+  hit(key: string, limit: number, nowMs = Date.now()): RateLimitDecision {
+    const now = Math.floor(nowMs / 1000);
+    this.sweep(now);
+    let window = this.windows.get(key);
+    if (window === undefined || window.resetAt <= now) {
+      window = { count: 0, resetAt: now + this.windowSeconds };
+      this.windows.set(key, window);
+    }
+    window.count++;
+    return {
+      limit,
+      remaining: Math.max(0, limit - window.count),
+      resetAt: window.resetAt,
+      allowed: window.count <= limit,
+    };
+  }
+
+  /** Drops expired windows at most once per window, so the map stays bounded. */
+  private sweep(now: number): void {
+    if (now < this.nextSweep) return;
+    this.nextSweep = now + this.windowSeconds;
+    for (const [key, window] of this.windows) if (window.resetAt <= now) this.windows.delete(key);
+  }
+}

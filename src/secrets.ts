@@ -1,0 +1,32 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+export interface Secrets {
+  jwtSecret: string;
+  /** Salt for hashing client IPs kept in feedback records. */
+  ipHashSalt: string;
+}
+
+/**
+ * Secrets not given in the environment are generated on first start into
+ * DATA_DIR/secrets.json (mode 0600) and reused afterwards, so tokens survive
+ * restarts.
+ */
+export function loadSecrets(dataDir: string, given: Partial<Secrets> = {}): Secrets {
+  const file = path.join(dataDir, 'secrets.json');
+  let stored: Partial<Secrets> = {};
+  if (fs.existsSync(file)) {
+    stored = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<Secrets>;
+  }
+  const secrets: Secrets = {
+    jwtSecret: given.jwtSecret ?? stored.jwtSecret ?? randomBytes(48).toString('base64url'),
+    ipHashSalt: given.ipHashSalt ?? stored.ipHashSalt ?? randomBytes(16).toString('base64url'),
+  };
+  const toStore = { ...stored, jwtSecret: stored.jwtSecret ?? secrets.jwtSecret, ipHashSalt: stored.ipHashSalt ?? secrets.ipHashSalt };
+  if (JSON.stringify(toStore) !== JSON.stringify(stored)) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    fs.writeFileSync(file, JSON.stringify(toStore, null, 2) + '\n', { mode: 0o600 });
+  }
+  return secrets;
+}

@@ -1,0 +1,43 @@
+import { Ctx, Directive, Field, FieldResolver, ID, Int, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { requireAuthenticated } from '../../src/auth/policy';
+import { AppError } from '../../src/errors/catalog';
+import type { GraphQLContext } from '../context';
+
+@ObjectType('Plan', { description: 'A subscription plan' })
+export class PlanType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  name!: string;
+
+  @Field(() => Int, { description: 'Credits allocated on the 1st of each month' })
+  monthlyCredits!: number;
+}
+
+/** Billing's view of the identity-owned Company entity. */
+@Directive('@key(fields: "id")')
+@ObjectType('Company')
+export class BillingCompany {
+  @Field(() => ID)
+  id!: string;
+}
+
+@Resolver(() => BillingCompany)
+export class BillingCompanyResolver {
+  @FieldResolver(() => PlanType, { description: "The company's current plan" })
+  async plan(@Root() company: { id: string }, @Ctx() ctx: GraphQLContext) {
+    const plan = await ctx.loaders.planByCompanyId.load(company.id);
+    if (!plan) throw new AppError('not_found', 'The company has no known plan');
+    return plan;
+  }
+}
+
+@Resolver()
+export class PlanResolver {
+  @Query(() => [PlanType], { description: 'The plans on offer' })
+  plans(@Ctx() ctx: GraphQLContext) {
+    requireAuthenticated(ctx.principal);
+    return ctx.services.plans.list();
+  }
+}

@@ -1,0 +1,67 @@
+import DataLoader from 'dataloader';
+import type { Services } from '../src/services';
+import type { Principal, RequestMeta } from '../src/auth/principal';
+import type { Company } from '../src/domains/identity/company.entity';
+import type { Plan } from '../src/domains/billing/plan.entity';
+import type { User } from '../src/domains/identity/user.entity';
+
+/** What a transport can do for a resolver beyond returning data. */
+export interface TransportHooks {
+  clearCookie(name: string): void;
+}
+
+/** Per-request batch loaders, created on first use so cheap requests pay nothing. */
+export class Loaders {
+  private companies?: DataLoader<string, Company | null>;
+  private plans?: DataLoader<string, Plan | null>;
+  private users?: DataLoader<string, User | null>;
+
+  private readonly options: { cache: boolean };
+
+  constructor(
+    private readonly services: Services,
+    options: { cache?: boolean } = {},
+  ) {
+    this.options = { cache: options.cache ?? true };
+  }
+
+  get companyById(): DataLoader<string, Company | null> {
+    return (this.companies ??= new DataLoader((ids) => this.services.identity.companiesByIds(ids), this.options));
+  }
+
+  get userById(): DataLoader<string, User | null> {
+    return (this.users ??= new DataLoader((ids) => this.services.identity.usersByIds(ids), this.options));
+  }
+
+  get planByCompanyId(): DataLoader<string, Plan | null> {
+    return (this.plans ??= new DataLoader((ids) => this.services.plans.plansForCompanies(ids), this.options));
+  }
+}
+
+/** The context every resolver receives, over HTTP, WebSocket or the REST adapter. */
+export interface GraphQLContext {
+  services: Services;
+  principal: Principal;
+  meta: RequestMeta;
+  loaders: Loaders;
+  transport?: TransportHooks;
+}
+
+export function createContext(
+  services: Services,
+  principal: Principal,
+  meta: RequestMeta,
+  transport?: TransportHooks,
+): GraphQLContext {
+  return { services, principal, meta, loaders: new Loaders(services), transport };
+}
+
+/**
+ * Whether the caller may see records of this company: its own members and
+ * keys, or a platform superadmin. Everything else answers as if absent.
+ */
+export function canSeeCompany(ctx: GraphQLContext, companyId: string): boolean {
+  const p = ctx.principal;
+  if (p.kind === 'anonymous') return false;
+  return p.companyId === companyId || (p.kind === 'user' && p.isSuperadmin);
+}

@@ -1,0 +1,17 @@
+import type { SubgraphDefinition } from '../build-subgraph';
+import { canSeeCompany, type GraphQLContext } from '../context';
+import { AuthResolver, UserResolver } from './identity.resolver';
+
+export const identitySubgraph: SubgraphDefinition = {
+  name: 'identity',
+  resolvers: [AuthResolver, UserResolver],
+  references: {
+    // A gateway may ask for any key; answer only inside the caller's company.
+    Company: (ref: { id: string }, ctx: GraphQLContext) =>
+      canSeeCompany(ctx, ref.id) ? ctx.loaders.companyById.load(ref.id) : null,
+    User: async (ref: { id: string }, ctx: GraphQLContext) => {
+      const user = await ctx.loaders.userById.load(ref.id);
+      return user && canSeeCompany(ctx, user.company.id) ? user : null;
+    },
+  },
+};

@@ -1,0 +1,121 @@
+import { Directive, Field, ID, InputType, ObjectType, registerEnumType } from 'type-graphql';
+
+export enum RoleValue {
+  OWNER = 'owner',
+  ADMIN = 'admin',
+  MEMBER = 'member',
+}
+registerEnumType(RoleValue, { name: 'Role', description: 'A member role within a company' });
+
+export enum UserStatusValue {
+  ACTIVE = 'active',
+  SUSPENDED = 'suspended',
+}
+registerEnumType(UserStatusValue, { name: 'UserStatus' });
+
+export enum AuthMethodValue {
+  SESSION = 'session',
+  API_KEY = 'api_key',
+}
+registerEnumType(AuthMethodValue, { name: 'AuthMethod', description: 'How the caller authenticated' });
+
+@Directive('@key(fields: "id")')
+@ObjectType('Company', { description: 'A tenant: every user, key and record belongs to one company' })
+export class CompanyType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  name!: string;
+
+  @Field()
+  createdAt!: Date;
+}
+
+@Directive('@key(fields: "id")')
+@ObjectType('User')
+export class UserType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  email!: string;
+
+  @Field(() => String, { nullable: true })
+  name!: string | null;
+
+  @Field(() => RoleValue)
+  role!: RoleValue;
+
+  @Field(() => UserStatusValue)
+  status!: UserStatusValue;
+
+  @Field()
+  createdAt!: Date;
+
+  @Field(() => Date, { nullable: true })
+  lastLoginAt!: Date | null;
+}
+
+@ObjectType('ApiKeyCredential', { description: 'The company API key a request was made with' })
+export class ApiKeyCredentialType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  name!: string;
+
+  @Field({ description: 'The first characters of the key' })
+  prefix!: string;
+
+  @Field()
+  createdAt!: Date;
+}
+
+@ObjectType('Viewer', { description: 'The caller: a signed-in user, or a company API key without a user' })
+export class ViewerType {
+  @Field(() => RoleValue, { description: 'Effective role; company API keys act as ADMIN' })
+  role!: RoleValue;
+
+  @Field(() => AuthMethodValue)
+  authMethod!: AuthMethodValue;
+
+  @Field(() => CompanyType)
+  company!: CompanyType;
+
+  @Field(() => UserType, { nullable: true })
+  user!: UserType | null;
+
+  @Field(() => ApiKeyCredentialType, { nullable: true })
+  apiKey!: ApiKeyCredentialType | null;
+}
+
+@ObjectType('TokenPair')
+export class TokenPairType {
+  @Field({ description: 'HS256 JWT, valid 15 minutes' })
+  accessToken!: string;
+
+  @Field({ description: 'Valid 30 days; rotated by refreshToken, which invalidates it' })
+  refreshToken!: string;
+}
+
+@ObjectType('AuthPayload')
+export class AuthPayloadType extends TokenPairType {
+  @Field(() => UserType)
+  user!: UserType;
+}
+
+@InputType('LoginInput')
+export class LoginInput {
+  @Field()
+  email!: string;
+
+  @Field()
+  password!: string;
+}
+
+@InputType('RefreshTokenInput')
+export class RefreshTokenInput {
+  @Field()
+  refreshToken!: string;
+}

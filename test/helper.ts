@@ -1,0 +1,61 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestContext } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../src/app';
+import type { Config } from '../src/config';
+import { inContext } from '../src/services';
+
+export const PASSWORD = 'correct-horse-battery-staple';
+
+/**
+ * An app over a fresh temp-file SQLite database (migrations applied, catalog
+ * seeded), closed and deleted after the test. Rate limits are high unless a
+ * test sets its own; scrypt cost is lowered to keep tests fast.
+ */
+export async function build(t: TestContext | { after: (fn: () => unknown) => void }, config: Partial<Config> = {}) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-test-'));
+  const app = await buildApp({
+    env: { DATA_DIR: dataDir, SCRYPT_COST: '1024' },
+    logger: false,
+    config: {
+      rateLimit: { windowSeconds: 60, authenticated: 10_000, anonymous: 10_000, auth: 10_000, feedback: 10_000 },
+      ...config,
+    },
+  });
+  t.after(async () => {
+    await app.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+  return app;
+}
+
+export interface Seeded {
+  companyId: string;
+  userId: string;
+  email: string;
+}
+
+/** Creates a company and its owner through the core service, as the CLI does. */
+export async function seedOwner(app: FastifyInstance, email = `owner-${Math.random().toString(36).slice(2)}@example.com`, company = 'Acme'): Promise<Seeded> {
+  const { company: c, user } = await inContext(app.services.orm, () =>
+    app.services.identity.createCompanyWithOwner({ email, password: PASSWORD, company }),
+  );
+  return { companyId: c.id, userId: user.id, email };
+}
+
+export async function login(app: FastifyInstance, email: string, password = PASSWORD) {
+  const res = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email, password } });
+  if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`);
+  return res.json() as { access_token: string; refresh_token: string; user: { id: string; email: string; role: string } };
+}
+
+export async function createCompanyKey(app: FastifyInstance, companyId: string, name = 'test key') {
+  const { plaintext, apiKey } = await inContext(app.services.orm, () =>
+    app.services.apiKeys.createCompanyKey({ companyId, name }),
+  );
+  return { key: plaintext, id: apiKey.id };
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
