@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GraphQLError } from 'graphql';
 import { AppError, errorCatalog, type ErrorCode } from '../src/errors/catalog';
 import { createContext } from '../subgraphs/context';
@@ -22,10 +22,27 @@ function fromGraphQLError(error: GraphQLError): AppError {
 export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
   async (app, options) => {
     const secureCookies = app.services.config.publicUrl.startsWith('https://');
-    for (const route of options.routes ?? routeTable) {
+    app.addHook('onSend', async (request, reply) => {
+      const deprecation = request.routeOptions.config?.deprecation;
+      if (!deprecation) return;
+      reply.header('deprecation', deprecation.deprecation);
+      reply.header('sunset', deprecation.sunset);
+      reply.header('link', `<${deprecation.link}>; rel="successor-version"`);
+    });
+
+    // The routes live in their own scope that parses JSON bodies only: fastify's
+    // built-in text/plain parser would turn a text body into a 422 instead of a 415.
+    await app.register(async (scope) => {
+      scope.removeContentTypeParser('text/plain');
+      for (const route of options.routes ?? routeTable) {
+        registerRoute(scope, route);
+      }
+    });
+
+    function registerRoute(scope: FastifyInstance, route: RestRoute) {
       const handler = route.raw ?? graphqlHandler(route);
       for (const prefix of API_PREFIXES) {
-        app.route({
+        scope.route({
           method: route.method,
           url: prefix + route.path,
           schema: {
@@ -55,14 +72,6 @@ export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
         return route.status === 204 ? reply.send() : body;
       };
     }
-
-    app.addHook('onSend', async (request, reply) => {
-      const deprecation = request.routeOptions.config?.deprecation;
-      if (!deprecation) return;
-      reply.header('deprecation', deprecation.deprecation);
-      reply.header('sunset', deprecation.sunset);
-      reply.header('link', `<${deprecation.link}>; rel="successor-version"`);
-    });
   },
   { name: 'atrium-rest-compat', dependencies: ['atrium-graphql'] },
 );

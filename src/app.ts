@@ -4,8 +4,8 @@ import helmet from '@fastify/helmet';
 import cors from '@fastify/cors';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import { randomUUID } from 'node:crypto';
 import { loadConfig, type Config } from './config';
+import { requestIdFrom } from './request-id';
 import { createServices, type Services } from './services';
 import { apiVersionPlugin } from './host/api-version';
 import { unitOfWorkPlugin } from './host/unit-of-work';
@@ -25,8 +25,6 @@ export interface BuildOptions {
   /** Pino options; defaults to JSON logs at config.logLevel. */
   logger?: boolean | { level: string };
 }
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** A body may not be coerced (a string stays a string); query and path values may. */
 function validatorCompilers() {
@@ -50,10 +48,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
     requestIdHeader: false,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
+    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
     routerOptions: { ignoreTrailingSlash: true },
   });
   app.setValidatorCompiler(validatorCompilers());

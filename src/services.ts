@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { RequestContext } from '@mikro-orm/core';
 import type { Config } from './config';
 import { openDatabase, type Orm } from './db/orm';
+import { ReadStore } from './db/read-store';
+import { runInUnitOfWork } from './db/unit-of-work';
 import { EventBus } from './events/event-bus';
 import { loadSecrets, type Secrets } from './secrets';
 import { AccessTokens } from './auth/tokens';
@@ -40,12 +41,13 @@ function readSeed<T>(name: string): T {
 
 /** Runs `fn` in its own unit of work (outside an HTTP request: CLI, start-up, jobs). */
 export function inContext<T>(orm: Orm, fn: () => Promise<T>): Promise<T> {
-  return RequestContext.create(orm.em, fn);
+  return runInUnitOfWork(orm, fn);
 }
 
 export async function createServices(config: Config): Promise<Services> {
   const secrets: Secrets = loadSecrets(config.dataDir, config.jwtSecret ? { jwtSecret: config.jwtSecret } : {});
   const orm = await openDatabase(config.databaseFile, { migrate: config.migrate });
+  const reads = new ReadStore(config.databaseFile);
   const bus = new EventBus();
   const audit = new AuditService(orm, bus);
   const tokens = new AccessTokens(secrets.jwtSecret, config.accessTokenTtlSeconds, config.publicUrl);
@@ -54,14 +56,17 @@ export async function createServices(config: Config): Promise<Services> {
     orm,
     bus,
     audit,
-    identity: new IdentityService(orm, config, audit),
+    identity: new IdentityService(orm, reads, config, audit),
     auth: new AuthService(orm, config, bus, audit, tokens),
     apiKeys: new ApiKeyService(orm, audit),
-    catalog: new CatalogService(orm),
-    plans: new PlanService(orm),
+    catalog: new CatalogService(orm, reads),
+    plans: new PlanService(orm, reads),
     feedback: new FeedbackService(orm, secrets.ipHashSalt),
-    health: new HealthService(orm),
-    close: () => orm.close(),
+    health: new HealthService(reads),
+    close: async () => {
+      reads.close();
+      await orm.close();
+    },
   };
   await inContext(orm, async () => {
     await services.plans.seed(readSeed<PlanSeed[]>('plans.json'));

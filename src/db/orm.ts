@@ -25,9 +25,11 @@ export function ormOptions(databaseFile: string): Options {
       transactional: true,
       allOrNothing: true,
       snapshot: false,
+      silent: true,
     },
+    // knex keeps SQLite to one connection (min 1, max 1), so the pragmas
+    // openDatabase sets hold for every query.
     discovery: { warnWhenNoEntities: true },
-    pool: { min: 1, max: 1 },
   };
 }
 

@@ -1,6 +1,5 @@
-import type { Orm } from '../db/orm';
+import type { ReadStore } from '../db/read-store';
 import { CURRENT_API_VERSION } from '../version';
-import { currentEm } from '../db/unit-of-work';
 
 export interface Health {
   status: 'ok' | 'degraded';
@@ -12,12 +11,12 @@ export interface Health {
 export class HealthService {
   private readonly startedAt = Date.now();
 
-  constructor(private readonly orm: Orm) {}
+  constructor(private readonly reads: ReadStore) {}
 
   async check(): Promise<Health> {
     let database: Health['database'] = 'ok';
     try {
-      await currentEm(this.orm).getConnection().execute('select 1');
+      this.reads.get('select 1');
     } catch {
       database = 'unavailable';
     }

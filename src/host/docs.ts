@@ -56,8 +56,9 @@ export const docsPlugin = fp(
 
     app.get<{ Params: { code: string } }>('/docs/errors/:code', publicRoute, async (request, reply) => {
       const code = request.params.code as ErrorCode;
+      // Own keys only: `constructor` or `toString` are not error codes.
+      if (!Object.hasOwn(errorCatalog, code)) return reply.callNotFound();
       const entry = errorCatalog[code];
-      if (!entry) return reply.callNotFound();
       reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8');
       return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(code)}</title></head><body>
 <h1>${escapeHtml(entry.title)}</h1><p>Code <code>${escapeHtml(code)}</code>, HTTP status ${entry.status}.</p>

@@ -15,6 +15,9 @@ export const errorsPlugin = fp(
     // A second router that knows every path, to tell 405 from 404.
     const paths = FindMyWay({ ignoreTrailingSlash: false });
     app.addHook('onRoute', (route) => {
+      // Catch-all routes (the CORS preflight `OPTIONS *`) match every path: they
+      // would turn every unknown path into a 405.
+      if (route.url === '*' || route.url === '/*') return;
       for (const method of [route.method].flat()) {
         if ((METHODS as readonly string[]).includes(method)) {
           paths.on(method as (typeof METHODS)[number], route.url, () => undefined);
@@ -31,7 +34,8 @@ export const errorsPlugin = fp(
     app.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?')[0]!;
       const allowed = METHODS.filter((m) => paths.find(m, path) !== null);
-      if (allowed.length > 0) {
+      // A route of this very method called callNotFound(): its resource is absent, a 404.
+      if (allowed.length > 0 && !(allowed as readonly string[]).includes(request.method)) {
         reply.header('allow', allowed.join(', '));
         return sendProblem(reply, new AppError('method_not_allowed', `${request.method} is not allowed on ${path}`), docsUrl);
       }

@@ -1,12 +1,14 @@
 import fp from 'fastify-plugin';
 import mercurius, { type MercuriusContext } from 'mercurius';
-import { GraphQLError, Kind, type DocumentNode, type ExecutionResult } from 'graphql';
+import { GraphQLError, Kind, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, isAppError } from '../errors/catalog';
 import { anonymous } from '../auth/principal';
 import { createContext, Loaders, type GraphQLContext } from '../../subgraphs/context';
 import type { Supergraph } from '../../subgraphs/supergraph';
 import { resolvePrincipal } from './principal';
+import { toAppError } from './problem';
 import type { RateLimitClass } from './types';
 
 /** Root fields that spend a stricter budget than the endpoint's, shared with their REST paths. */
@@ -40,8 +42,9 @@ export function toGraphQLError(error: GraphQLError, log: { error: (obj: object, 
     // graphql-js' own errors: the document or its variables do not fit the schema.
     appError = new AppError('bad_request', error.message);
   } else {
-    log.error({ err: original }, 'unhandled resolver error');
-    appError = new AppError('internal_error', 'An unexpected error occurred');
+    // Transport errors (body parsing, size, media type) map like REST; anything else is masked.
+    appError = toAppError(original);
+    if (appError.status >= 500) log.error({ err: original }, 'unhandled resolver error');
   }
   return new GraphQLError(appError.message, {
     nodes: error.nodes,
@@ -50,13 +53,46 @@ export function toGraphQLError(error: GraphQLError, log: { error: (obj: object, 
   });
 }
 
+/**
+ * An error raised while a subscription starts (say `forbidden`) reaches the
+ * socket through mercurius' own error path, which keeps only the message, not
+ * the errorFormatter: give it the catalog extensions before it gets there.
+ */
+function withCatalogSubscriptionErrors(schema: GraphQLSchema, log: { error: (obj: object, msg: string) => void }): GraphQLSchema {
+  return mapSchema(schema, {
+    [MapperKind.SUBSCRIPTION_ROOT_FIELD]: (field) => {
+      const subscribe = field.subscribe;
+      if (!subscribe) return field;
+      return {
+        ...field,
+        subscribe: async (...args: Parameters<typeof subscribe>) => {
+          try {
+            return await subscribe(...args);
+          } catch (error) {
+            if (error instanceof GraphQLError) throw error;
+            const original = error instanceof Error ? error : new Error(String(error));
+            throw toGraphQLError(new GraphQLError(original.message, { originalError: original }), log);
+          }
+        },
+      };
+    },
+  });
+}
+
+/** The part of a ws socket a refused connection_init needs. */
+interface ClosableSocket {
+  protocol?: string;
+  readyState?: number;
+  close(code: number, reason: string): void;
+}
+
 export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
   async (app, { supergraph }) => {
     const services = app.services;
     const secureCookies = services.config.publicUrl.startsWith('https://');
 
     await app.register(mercurius, {
-      schema: supergraph.schema,
+      schema: withCatalogSubscriptionErrors(supergraph.schema, app.log),
       path: '/graphql',
       graphiql: false,
       jit: 1,
@@ -77,12 +113,19 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
           loaders: new Loaders(services, { cache: false }),
         }),
         // The credential travels in connectionParams: { authorization: "Bearer …" }.
-        onConnect: async ({ payload }: { payload?: Record<string, unknown> }) => {
+        // A refused connection_init closes the socket with 4403, as graphql-transport-ws
+        // prescribes (mercurius' `connection_error` message is not part of that protocol,
+        // and its close without a code reads as a network drop that clients retry).
+        // Mercurius calls onConnect as a method of the connection, which holds the socket.
+        onConnect: async function (this: { socket?: ClosableSocket } | undefined, { payload }: { payload?: Record<string, unknown> }) {
           const raw = payload?.authorization ?? payload?.Authorization;
-          if (typeof raw !== 'string') return false;
-          const principal = await resolvePrincipal(services, raw);
-          if (principal.kind === 'anonymous') return false;
-          return { principal };
+          const principal = typeof raw === 'string' && raw !== '' ? await resolvePrincipal(services, raw) : anonymous;
+          if (principal.kind !== 'anonymous') return { principal };
+          const socket = this?.socket;
+          if (socket?.protocol === 'graphql-transport-ws' && socket.readyState === 1) {
+            socket.close(4403, principal.credentialError?.code ?? 'unauthenticated');
+          }
+          return false;
         },
       },
       errorFormatter: (execution: ExecutionResult, context: MercuriusContext) => {
@@ -91,6 +134,15 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
         const errors: GraphQLError[] = [];
         for (const error of execution.errors ?? []) {
           const nested = (error.originalError as { errors?: unknown[] } | undefined)?.errors;
+          if ((error.originalError as { code?: string } | undefined)?.code === 'MER_ERR_METHOD_NOT_ALLOWED') {
+            // A mutation over GET: 405 per GraphQL-over-HTTP, as REST answers a wrong method.
+            statusCode = 405;
+            context.reply?.header('allow', 'GET, POST');
+            errors.push(toGraphQLError(new GraphQLError('Only queries may be sent with GET; use POST', {
+              originalError: new AppError('method_not_allowed', 'Only queries may be sent with GET; use POST'),
+            }), log));
+            continue;
+          }
           if (Array.isArray(nested)) {
             // Mercurius wraps document validation failures; they are the client's to fix.
             statusCode = 400;
@@ -100,7 +152,9 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
             continue;
           }
           const formatted = toGraphQLError(error, log);
-          if (formatted.extensions.code === 'rate_limited') statusCode = 429;
+          // Refused before execution (rate limit, unsupported version, bad body): the
+          // HTTP status says so, as REST's does. Resolver errors keep 200 with partial data.
+          if (execution.data === undefined) statusCode = Math.max(statusCode, (formatted.extensions.http as { status: number }).status);
           errors.push(formatted);
         }
         return { statusCode, response: { data: execution.data ?? null, errors } };

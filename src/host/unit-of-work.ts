@@ -1,11 +1,11 @@
 import fp from 'fastify-plugin';
-import { RequestContext } from '@mikro-orm/core';
+import { runInUnitOfWork } from '../db/unit-of-work';
 
-/** One MikroORM EntityManager fork per request. */
+/** One MikroORM EntityManager fork per request, created on first use. */
 export const unitOfWorkPlugin = fp(
   async (app) => {
     app.addHook('onRequest', (_request, _reply, done) => {
-      RequestContext.create(app.services.orm.em, done);
+      runInUnitOfWork(app.services.orm, done);
     });
   },
   { name: 'atrium-unit-of-work' },

@@ -1,5 +1,5 @@
 import type { Orm } from '../../db/orm';
-import { Company } from '../identity/company.entity';
+import type { ReadStore } from '../../db/read-store';
 import { Plan } from './plan.entity';
 import { currentEm } from '../../db/unit-of-work';
 
@@ -10,22 +10,26 @@ export interface PlanSeed {
 }
 
 export class PlanService {
-  constructor(private readonly orm: Orm) {}
+  constructor(
+    private readonly orm: Orm,
+    private readonly reads: ReadStore,
+  ) {}
 
   async list(): Promise<Plan[]> {
     return currentEm(this.orm).find(Plan, {}, { orderBy: { monthlyCredits: 'asc' } });
   }
 
-  /** The plan of each company, in order; one query for the whole batch. */
+  /** The plan of each company, in order; one prepared statement for the whole batch. */
   async plansForCompanies(companyIds: readonly string[]): Promise<(Plan | null)[]> {
-    const em = currentEm(this.orm);
-    const companies = await em.find(Company, { id: { $in: [...companyIds] } }, { fields: ['id', 'planId'] });
-    const planIds = [...new Set(companies.map((c) => c.planId))];
-    const plans = await em.find(Plan, { id: { $in: planIds } });
-    const planById = new Map(plans.map((p) => [p.id, p]));
-    const planByCompany = new Map(companies.map((c) => [c.id, planById.get(c.planId) ?? null]));
-    return companyIds.map((id) => planByCompany.get(id) ?? null);
+    const rows = this.reads.all<{ company_id: string; id: string; name: string; monthly_credits: number }>(
+      `select c.id as company_id, p.id, p.name, p.monthly_credits from companies c join plans p on p.id = c.plan_id
+       where c.id in (select value from json_each(?))`,
+      JSON.stringify(companyIds),
+    );
+    const byCompany = new Map(rows.map((r) => [r.company_id, { id: r.id, name: r.name, monthlyCredits: r.monthly_credits }]));
+    return companyIds.map((id) => byCompany.get(id) ?? null);
   }
+
 
   async seed(plans: PlanSeed[]): Promise<number> {
     const em = currentEm(this.orm);

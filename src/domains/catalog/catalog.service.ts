@@ -1,6 +1,29 @@
 import type { Orm } from '../../db/orm';
+import type { ReadStore } from '../../db/read-store';
 import { Model } from './model.entity';
 import { currentEm } from '../../db/unit-of-work';
+
+export type ModelView = Pick<Model, 'id' | 'displayName' | 'provider' | 'family' | 'creditCost' | 'contextLength'>;
+
+interface ModelRow {
+  id: string;
+  display_name: string;
+  provider: string;
+  family: string;
+  credit_cost: number;
+  context_length: number;
+}
+
+const MODEL_SELECT = 'select id, display_name, provider, family, credit_cost, context_length from models';
+
+const modelView = (r: ModelRow): ModelView => ({
+  id: r.id,
+  displayName: r.display_name,
+  provider: r.provider,
+  family: r.family,
+  creditCost: r.credit_cost,
+  contextLength: r.context_length,
+});
 
 export interface ModelSeed {
   id: string;
@@ -13,15 +36,19 @@ export interface ModelSeed {
 }
 
 export class CatalogService {
-  constructor(private readonly orm: Orm) {}
+  constructor(
+    private readonly orm: Orm,
+    private readonly reads: ReadStore,
+  ) {}
 
   /** Models callers may use: every model not blocked by an administrator. */
-  async availableModels(): Promise<Model[]> {
-    return currentEm(this.orm).find(Model, { blocked: false }, { orderBy: { provider: 'asc', displayName: 'asc' } });
+  async availableModels(): Promise<ModelView[]> {
+    return this.reads.all<ModelRow>(`${MODEL_SELECT} where blocked = 0 order by provider, display_name`).map(modelView);
   }
 
-  async availableModel(id: string): Promise<Model | null> {
-    return currentEm(this.orm).findOne(Model, { id, blocked: false });
+  async availableModel(id: string): Promise<ModelView | null> {
+    const row = this.reads.get<ModelRow>(`${MODEL_SELECT} where id = ? and blocked = 0`, id);
+    return row ? modelView(row) : null;
   }
 
   /** Inserts catalog entries that are missing; never overwrites an administrator's edits. */

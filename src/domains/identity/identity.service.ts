@@ -6,8 +6,8 @@ import type { Principal } from '../../auth/principal';
 import { requireAuthenticated } from '../../auth/policy';
 import type { AuditService } from '../audit/audit.service';
 import { Company } from './company.entity';
-import { ApiKey } from './api-key.entity';
-import { User, type Role } from './user.entity';
+import { User, type Role, type UserStatus } from './user.entity';
+import { toDate, type ReadStore } from '../../db/read-store';
 import { currentEm } from '../../db/unit-of-work';
 
 export const MIN_PASSWORD_LENGTH = 12;
@@ -17,18 +17,61 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
+export interface CompanyView {
+  id: string;
+  name: string;
+  planId: string;
+  createdAt: Date;
+}
+
+export interface UserView {
+  id: string;
+  email: string;
+  name: string | null;
+  role: Role;
+  status: UserStatus;
+  createdAt: Date;
+  lastLoginAt: Date | null;
+  company: CompanyView;
+}
+
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  prefix: string;
+  createdAt: Date;
+}
+
 /** What `me` answers: the caller, whether a user or a company API key. */
 export interface Viewer {
   role: Role;
   authMethod: 'session' | 'api_key';
-  company: Company;
-  user: User | null;
-  apiKey: ApiKey | null;
+  company: CompanyView;
+  user: UserView | null;
+  apiKey: ApiKeyView | null;
 }
+
+interface ViewerRow {
+  id: string;
+  name: string | null;
+  email: string | null;
+  role: Role | null;
+  status: UserStatus | null;
+  prefix: string | null;
+  created_at: number;
+  last_login_at: number | null;
+  company_id: string;
+  company_name: string;
+  plan_id: string;
+  company_created_at: number;
+}
+
+const VIEWER_COLUMNS = 'c.id as company_id, c.name as company_name, c.plan_id, c.created_at as company_created_at';
 
 export class IdentityService {
   constructor(
     private readonly orm: Orm,
+    private readonly reads: ReadStore,
     private readonly config: Config,
     private readonly audit: AuditService,
   ) {}
@@ -70,8 +113,9 @@ export class IdentityService {
     return currentEm(this.orm).count(User, {});
   }
 
-  async findCompanyByName(name: string): Promise<Company | null> {
-    return currentEm(this.orm).findOne(Company, { name });
+  /** Company names need not be unique, so every match is returned. */
+  async findCompaniesByName(name: string): Promise<Company[]> {
+    return currentEm(this.orm).find(Company, { name }, { limit: 2 });
   }
 
   async companiesByIds(ids: readonly string[]): Promise<(Company | null)[]> {
@@ -86,17 +130,42 @@ export class IdentityService {
     return ids.map((id) => byId.get(id) ?? null);
   }
 
+  /** On every profile read: one prepared statement, no ORM round trip. */
   async viewer(principal: Principal): Promise<Viewer> {
     const caller = requireAuthenticated(principal);
-    const em = currentEm(this.orm);
     if (caller.kind === 'user') {
-      const user = await em.findOne(User, { id: caller.userId }, { populate: ['company'] });
-      if (!user) throw new AppError('token_invalid', 'The user of this token no longer exists');
-      return { role: user.role, authMethod: 'session', company: user.company, user, apiKey: null };
+      const row = this.reads.get<ViewerRow>(
+        `select u.id, u.email, u.name, u.role, u.status, u.created_at, u.last_login_at, ${VIEWER_COLUMNS}
+         from users u join companies c on c.id = u.company_id where u.id = ?`,
+        caller.userId,
+      );
+      if (!row) throw new AppError('token_invalid', 'The user of this token no longer exists');
+      const company = companyView(row);
+      const user: UserView = {
+        id: row.id,
+        email: row.email!,
+        name: row.name,
+        role: row.role!,
+        status: row.status!,
+        createdAt: new Date(row.created_at),
+        lastLoginAt: toDate(row.last_login_at),
+        company,
+      };
+      return { role: user.role, authMethod: 'session', company, user, apiKey: null };
     }
-    const apiKey = await em.findOne(ApiKey, { id: caller.keyId }, { populate: ['company'] });
-    if (!apiKey) throw new AppError('token_invalid', 'The API key no longer exists');
-    return { role: 'admin', authMethod: 'api_key', company: apiKey.company, user: null, apiKey };
+    const row = this.reads.get<ViewerRow>(
+      `select k.id, k.name, k.prefix, k.created_at, ${VIEWER_COLUMNS}
+       from api_keys k join companies c on c.id = k.company_id where k.id = ? and k.revoked_at is null`,
+      caller.keyId,
+    );
+    if (!row) throw new AppError('token_invalid', 'The API key no longer exists');
+    const apiKey: ApiKeyView = { id: row.id, name: row.name!, prefix: row.prefix!, createdAt: new Date(row.created_at) };
+    return { role: 'admin', authMethod: 'api_key', company: companyView(row), user: null, apiKey };
   }
 
+
+}
+
+function companyView(row: ViewerRow): CompanyView {
+  return { id: row.company_id, name: row.company_name, planId: row.plan_id, createdAt: new Date(row.company_created_at) };
 }

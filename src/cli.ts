@@ -1,0 +1,188 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { loadConfig } from './config';
+import { createServices, inContext, type Services } from './services';
+import { isAppError } from './errors/catalog';
+import { buildApp } from './app';
+import { isSubgraphName, serveSubgraph } from '../subgraphs/serve';
+
+const USAGE = `Usage: atrium [command] [options]
+
+Commands:
+  serve                       Start the API server (the default)
+  create-owner                Create a company and its owner
+      --email E --password P --company NAME [--superadmin]
+  create-api-key              Create a company API key (the key is shown once)
+      --company <name or id> [--name N]   (name defaults to "cli")
+  subgraph <name>             Serve one subgraph alone for a federation gateway
+      <name>: identity | admin | billing | modules
+      [--host H] [--port N]   (default: HOST/PORT settings)
+
+Options:
+  -h, --help                  Show this help
+
+Settings come from the environment (DATA_DIR, DATABASE_FILE, HOST, PORT, ...).`;
+
+/** A wrong invocation: printed with the usage, exit code 2. */
+class UsageError extends Error {}
+
+/** A refused request (validation, conflict, not found): exit code 1. */
+class Refused extends Error {}
+
+type Options = Record<string, { type: 'string' | 'boolean' }>;
+
+function parse(args: string[], options: Options, positionals = 0) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { help: { type: 'boolean', short: 'h' }, ...options }, allowPositionals: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (parsed.positionals.length > positionals) {
+    throw new UsageError(`Unexpected argument "${parsed.positionals[positionals]}"`);
+  }
+  return parsed as { values: Record<string, string | boolean | undefined>; positionals: string[] };
+}
+
+function required(values: Record<string, string | boolean | undefined>, name: string): string {
+  const value = values[name];
+  if (typeof value !== 'string') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+/** Maps a service error to one line per problem, naming the flag. */
+function refusal(error: unknown): Refused | undefined {
+  if (!isAppError(error)) return undefined;
+  const issues = error.extra.errors;
+  if (error.code === 'validation_error' && Array.isArray(issues)) {
+    const lines = issues.map((i: { loc: unknown[]; msg: string }) => `invalid --${String(i.loc.at(-1))}: ${i.msg}`);
+    return new Refused(lines.join('\n'));
+  }
+  return new Refused(error.message);
+}
+
+async function oneShot<T>(fn: (services: Services) => Promise<T>): Promise<T> {
+  const services = await createServices(loadConfig());
+  try {
+    return await inContext(services.orm, () => fn(services));
+  } catch (error) {
+    throw refusal(error) ?? error;
+  } finally {
+    await services.close();
+  }
+}
+
+async function createOwner(args: string[]) {
+  const { values } = parse(args, {
+    email: { type: 'string' },
+    password: { type: 'string' },
+    company: { type: 'string' },
+    superadmin: { type: 'boolean' },
+  });
+  if (values.help) return console.log(USAGE);
+  const input = {
+    email: required(values, 'email'),
+    password: required(values, 'password'),
+    company: required(values, 'company'),
+    superadmin: values.superadmin === true,
+  };
+  const { company, user } = await oneShot((s) => s.identity.createCompanyWithOwner(input));
+  console.log(JSON.stringify({ company_id: company.id, user_id: user.id, email: user.email }));
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+async function createApiKey(args: string[]) {
+  const { values } = parse(args, { company: { type: 'string' }, name: { type: 'string' } });
+  if (values.help) return console.log(USAGE);
+  const ref = required(values, 'company');
+  const name = typeof values.name === 'string' ? values.name : 'cli';
+  const { apiKey, plaintext } = await oneShot(async (s) => {
+    let company = UUID.test(ref) ? (await s.identity.companiesByIds([ref.toLowerCase()]))[0] : null;
+    if (!company) {
+      const named = await s.identity.findCompaniesByName(ref);
+      if (named.length > 1) throw new Refused(`More than one company is named "${ref}"; pass its id instead`);
+      company = named[0] ?? null;
+    }
+    if (!company) throw new Refused(`No company with id or name "${ref}"`);
+    return s.apiKeys.createCompanyKey({ companyId: company.id, name });
+  });
+  console.log(JSON.stringify({ id: apiKey.id, name: apiKey.name, key: plaintext }));
+  console.error('Store this key now: it is shown only once.');
+}
+
+/** Stops `stop` on the first SIGINT/SIGTERM, then exits. */
+function onSignal(stop: () => Promise<void>, log: (msg: string) => void) {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`${signal}: shutting down`);
+      stop()
+        .then(() => process.exit(0))
+        .catch((error) => {
+          console.error(error);
+          process.exit(1);
+        });
+    });
+  }
+}
+
+async function serve(args: string[]) {
+  const { values } = parse(args, {});
+  if (values.help) return console.log(USAGE);
+  const app = await buildApp();
+  const { host, port } = app.services.config;
+  await app.listen({ host, port });
+  onSignal(() => app.close(), (msg) => app.log.info(msg));
+}
+
+async function subgraph(args: string[]) {
+  const { values, positionals } = parse(args, { host: { type: 'string' }, port: { type: 'string' } }, 1);
+  if (values.help) return console.log(USAGE);
+  const name = positionals[0];
+  if (!name || !isSubgraphName(name)) throw new UsageError(`Name a subgraph: identity, admin, billing or modules`);
+  const env = { ...process.env };
+  if (typeof values.host === 'string') env.HOST = values.host;
+  if (typeof values.port === 'string') env.PORT = values.port;
+  let config;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const services = await createServices(config);
+  const served = await serveSubgraph(name, { host: config.host, port: config.port, services });
+  console.error(`atrium: ${name} subgraph listening at ${served.url}`);
+  onSignal(async () => {
+    await served.stop();
+    await services.close();
+  }, (msg) => console.error(`atrium: ${msg}`));
+}
+
+const commands: Record<string, (args: string[]) => Promise<void>> = {
+  serve,
+  'create-owner': createOwner,
+  'create-api-key': createApiKey,
+  subgraph,
+};
+
+async function main(argv: string[]) {
+  const [first, ...rest] = argv;
+  if (first === '--help' || first === '-h' || first === 'help') return console.log(USAGE);
+  if (first === undefined || first.startsWith('-')) return serve(argv);
+  const command = commands[first];
+  if (!command) throw new UsageError(`Unknown command "${first}"`);
+  return command(rest);
+}
+
+main(process.argv.slice(2)).catch((error) => {
+  if (error instanceof UsageError) {
+    console.error(`atrium: ${error.message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  if (error instanceof Refused) {
+    for (const line of error.message.split('\n')) console.error(`atrium: ${line}`);
+    process.exit(1);
+  }
+  console.error(error);
+  process.exit(1);
+});
