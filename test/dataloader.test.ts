@@ -1,0 +1,124 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FastifyInstance } from 'fastify';
+import { bearer, build, login, seedOwner } from './helper';
+
+/**
+ * Counts SQL statements at the driver: every better-sqlite3 statement run,
+ * whichever connection prepared it (MikroORM's or the read store's), so no
+ * read path can slip past the count. Patched on the shared Statement
+ * prototype; each test file runs in its own process.
+ */
+interface Statement {
+  source: string;
+}
+type StatementMethod = (this: Statement, ...args: unknown[]) => unknown;
+// better-sqlite3 ships no types here; only the Statement prototype is needed.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const Database = require('better-sqlite3') as new (file: string) => { prepare(sql: string): object; close(): void };
+
+const statementProto = (() => {
+  const db = new Database(':memory:');
+  const proto = Object.getPrototypeOf(db.prepare('select 1')) as Record<string, StatementMethod>;
+  db.close();
+  return proto;
+})();
+
+let recording: string[] | null = null;
+for (const method of ['run', 'get', 'all', 'iterate']) {
+  const original = statementProto[method]!;
+  statementProto[method] = function (this: Statement, ...args: unknown[]) {
+    recording?.push(this.source.replace(/\s+/g, ' ').trim());
+    return original.apply(this, args);
+  };
+}
+
+/** The SQL statements run while `fn` runs. */
+async function sqlDuring(fn: () => Promise<unknown>): Promise<string[]> {
+  // Let background work of earlier requests (e.g. "last seen" writes) settle first.
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const log: string[] = [];
+  recording = log;
+  try {
+    await fn();
+  } finally {
+    recording = null;
+  }
+  return log;
+}
+
+async function gql(app: FastifyInstance, token: string, query: string) {
+  const res = await app.inject({ method: 'POST', url: '/graphql', payload: { query }, headers: bearer(token) });
+  const body = res.json();
+  assert.equal(body.errors, undefined, res.body);
+  return body.data;
+}
+
+async function addAuditEvents(app: FastifyInstance, companyId: string, n: number) {
+  for (let i = 0; i < n; i++) {
+    await app.services.audit.record({
+      action: 'test.event',
+      companyId,
+      actor: { actorType: 'system', actorId: null, actorLabel: 'test' },
+      data: { i },
+    });
+  }
+}
+
+const ME_AND_AUDIT = '{ me { company { plan { id } } } auditLog(perPage: 100) { total items { id action } } }';
+
+test('the spy sees statements of every connection', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const seen = await sqlDuring(() => login(app, owner.email));
+  assert.ok(seen.some((sql) => /\busers\b/i.test(sql)), `login reads users: ${seen.join('\n')}`);
+  assert.ok(seen.some((sql) => /^insert/i.test(sql)), 'login writes');
+});
+
+test('me + auditLog costs a bounded number of SQL statements, the same for 5 and 15 items', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app); // company.created
+  const other = await seedOwner(app, undefined, 'Other');
+  const { access_token } = await login(app, owner.email); // auth.login
+  await addAuditEvents(app, owner.companyId, 3);
+  await addAuditEvents(app, other.companyId, 20);
+  // Warm-up: the credential is now resolved and cached, like on any busy connection.
+  await gql(app, access_token, ME_AND_AUDIT);
+
+  let data: { me: { company: { plan: { id: string } } }; auditLog: { total: number; items: unknown[] } } | undefined;
+  const five = await sqlDuring(async () => (data = await gql(app, access_token, ME_AND_AUDIT)));
+  assert.equal(data!.auditLog.items.length, 5);
+  assert.equal(data!.me.company.plan.id, 'starter');
+
+  await addAuditEvents(app, owner.companyId, 10);
+  const fifteen = await sqlDuring(async () => (data = await gql(app, access_token, ME_AND_AUDIT)));
+  assert.equal(data!.auditLog.items.length, 15);
+  assert.equal(data!.auditLog.total, 15);
+
+  assert.equal(fifteen.length, five.length, `5 items:\n${five.join('\n')}\n15 items:\n${fifteen.join('\n')}`);
+  // viewer, plan batch, audit page, audit count: a handful, never one per item.
+  assert.ok(five.length <= 6, `too many statements:\n${five.join('\n')}`);
+  assert.equal(five.filter((sql) => /\bplans\b/i.test(sql)).length, 1, five.join('\n'));
+  assert.equal(five.filter((sql) => /\baudit_events\b/i.test(sql)).length <= 2, true, five.join('\n'));
+});
+
+test('the plan loader reads a company plan once per request, however often it is selected', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token } = await login(app, owner.email);
+  await gql(app, access_token, '{ me { role } }');
+
+  const plansIn = (log: string[]) => log.filter((sql) => /\bplans\b/i.test(sql));
+  const once = await sqlDuring(() => gql(app, access_token, '{ me { company { plan { id } } } }'));
+  const twice = await sqlDuring(async () => {
+    const data = await gql(
+      app,
+      access_token,
+      '{ me { company { plan { id } } user { company { id plan { id monthlyCredits } } } } }',
+    );
+    assert.equal(data.me.company.plan.id, 'starter');
+    assert.equal(data.me.user.company.plan.id, 'starter');
+  });
+  assert.equal(plansIn(once).length, 1, once.join('\n'));
+  assert.equal(plansIn(twice).length, 1, `plan read again for the same company:\n${twice.join('\n')}`);
+});

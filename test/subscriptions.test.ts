@@ -1,0 +1,308 @@
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import WebSocket from 'ws';
+import { createClient, type Client } from 'graphql-ws';
+import type { FormattedExecutionResult } from 'graphql';
+import { build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
+import { hashPassword } from '../src/auth/password';
+import { Company } from '../src/domains/identity/company.entity';
+import { User } from '../src/domains/identity/user.entity';
+import { inContext } from '../src/services';
+
+/**
+ * A listening app over loopback. Clients opened through `connect` are disposed
+ * before the app closes (build's own cleanup is run last, by hand).
+ */
+async function listeningApp(t: TestContext) {
+  const appCleanups: (() => unknown)[] = [];
+  const clients: Client[] = [];
+  const app = await build({ after: (fn: () => unknown) => appCleanups.push(fn) });
+  t.after(async () => {
+    for (const client of clients) await client.dispose();
+    for (const fn of appCleanups) await fn();
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const url = `ws://127.0.0.1:${port}/graphql`;
+
+  function connect(authorization?: string, closed: { code: number; reason: string }[] = []): Client {
+    const client = createClient({
+      url,
+      webSocketImpl: WebSocket,
+      connectionParams: authorization ? { authorization } : {},
+      retryAttempts: 0,
+      shouldRetry: () => false,
+      lazy: true,
+      on: {
+        closed: (event) => {
+          const { code, reason } = event as { code: number; reason?: unknown };
+          closed.push({ code, reason: String(reason ?? '') });
+        },
+      },
+    });
+    clients.push(client);
+    return client;
+  }
+  return { app, url, connect };
+}
+
+/** Collects one subscription's results and its end, errors included. */
+function collect<T = Record<string, unknown>>(client: Client, query: string) {
+  const received: FormattedExecutionResult<T, unknown>[] = [];
+  let error: unknown;
+  let completed = false;
+  const unsubscribe = client.subscribe<T>(
+    { query },
+    {
+      next: (value) => received.push(value),
+      error: (err) => (error = err),
+      complete: () => (completed = true),
+    },
+  );
+  return {
+    received,
+    unsubscribe,
+    get error() {
+      return error;
+    },
+    get completed() {
+      return completed;
+    },
+  };
+}
+
+async function until(check: () => boolean, what: string, timeoutMs = 3000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const auditListeners = (app: FastifyInstance) =>
+  ((app.services.bus as unknown as { emitter: { listenerCount(topic: string): number } }).emitter).listenerCount('audit.recorded');
+
+async function createUser(app: FastifyInstance, companyId: string, role: 'admin' | 'member') {
+  const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
+  const em = app.services.orm.em.fork();
+  em.create(User, { company: em.getReference(Company, companyId), email, passwordHash: await hashPassword(PASSWORD, 1024), role });
+  await em.flush();
+  return email;
+}
+
+const AUDIT_EVENTS = 'subscription { auditEvents { action companyId actorLabel ip requestId createdAt } }';
+
+interface AuditEventData {
+  auditEvents: { action: string; companyId: string; actorLabel: string | null; ip: string | null; requestId: string | null; createdAt: string };
+}
+
+test("an owner sees live audit events of the company, never another company's", async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const a = await seedOwner(app, undefined, 'A');
+  const b = await seedOwner(app, undefined, 'B');
+  const colleague = await createUser(app, a.companyId, 'admin');
+  const ownerTokens = await login(app, a.email);
+
+  const client = connect(`Bearer ${ownerTokens.access_token}`);
+  const sub = collect<AuditEventData>(client, AUDIT_EVENTS);
+  await until(() => auditListeners(app) === 1, 'the subscription to attach to the bus');
+
+  // A colleague of A signs in: seen, with the request's ip and id.
+  const res = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email: colleague, password: PASSWORD } });
+  assert.equal(res.statusCode, 200, res.body);
+  await until(() => sub.received.length === 1, 'the auth.login event');
+  const first = sub.received[0]!;
+  assert.equal(first.errors, undefined);
+  assert.equal(first.data!.auditEvents.action, 'auth.login');
+  assert.equal(first.data!.auditEvents.companyId, a.companyId);
+  assert.equal(first.data!.auditEvents.actorLabel, colleague);
+  assert.equal(first.data!.auditEvents.ip, '127.0.0.1');
+  assert.equal(first.data!.auditEvents.requestId, res.headers['x-request-id']);
+  assert.ok(Math.abs(Date.parse(first.data!.auditEvents.createdAt) - Date.now()) < 60_000);
+
+  // Company B is busy meanwhile: nothing of it may reach A's owner.
+  await login(app, b.email);
+  await createCompanyKey(app, b.companyId, 'b key');
+  const failed = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email: b.email, password: 'wrong-password-xx' } });
+  assert.equal(failed.statusCode, 401);
+  // Then A again; events arrive in order, so once this one is in, B's would have been too.
+  await inContext(app.services.orm, () => app.services.apiKeys.createCompanyKey({ companyId: a.companyId, name: 'a key' }));
+  await until(() => sub.received.length >= 2, 'the api_key.created event');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+
+  assert.deepEqual(
+    sub.received.map((r) => [r.data?.auditEvents.action, r.data?.auditEvents.companyId, r.data?.auditEvents.actorLabel]),
+    [
+      ['auth.login', a.companyId, colleague],
+      ['api_key.created', a.companyId, 'cli'],
+    ],
+  );
+  assert.equal(sub.error, undefined);
+  assert.equal(sub.completed, false);
+
+  // The client stops: the bus listener goes with it.
+  sub.unsubscribe();
+  await until(() => auditListeners(app) === 0, 'the listener to be removed after unsubscribe');
+  await until(() => sub.completed, 'the subscription to complete');
+});
+
+test('a company API key may subscribe to its company audit feed', async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const a = await seedOwner(app, undefined, 'A');
+  const b = await seedOwner(app, undefined, 'B');
+  const { key } = await createCompanyKey(app, a.companyId, 'dashboard');
+  const sub = collect<AuditEventData>(connect(`Bearer ${key}`), AUDIT_EVENTS);
+  await until(() => auditListeners(app) === 1, 'the subscription to attach');
+  await login(app, b.email);
+  await login(app, a.email);
+  await until(() => sub.received.length === 1, 'the auth.login event of A');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(sub.received.length, 1);
+  assert.equal(sub.received[0]!.data!.auditEvents.companyId, a.companyId);
+  assert.equal(sub.received[0]!.data!.auditEvents.actorLabel, a.email);
+});
+
+test('disposing the client releases every bus listener', async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const a = await seedOwner(app);
+  const { access_token } = await login(app, a.email);
+  const client = connect(`Bearer ${access_token}`);
+  const subs = [collect(client, AUDIT_EVENTS), collect(client, AUDIT_EVENTS), collect(client, AUDIT_EVENTS)];
+  await until(() => auditListeners(app) === 3, 'three listeners');
+  await client.dispose();
+  await until(() => auditListeners(app) === 0, 'listeners released after dispose');
+  for (const sub of subs) assert.equal(sub.error, undefined);
+
+  // An abrupt end of the socket (no complete messages) releases them too.
+  const second = connect(`Bearer ${access_token}`);
+  collect(second, AUDIT_EVENTS);
+  collect(second, AUDIT_EVENTS);
+  await until(() => auditListeners(app) === 2, 'two listeners');
+  second.terminate();
+  await until(() => auditListeners(app) === 0, 'listeners released after terminate');
+  // Events published afterwards reach nobody and break nothing.
+  await login(app, a.email);
+  assert.equal(auditListeners(app), 0);
+});
+
+/**
+ * A refused connection_init: the server closes the socket with 4403 Forbidden, as
+ * graphql-transport-ws prescribes, the reason being the catalog code of the refusal.
+ */
+async function assertRefused(
+  connect: (authorization?: string, closed?: { code: number; reason: string }[]) => Client,
+  app: FastifyInstance,
+  authorization: string | undefined,
+  reason: string,
+) {
+  const closed: { code: number; reason: string }[] = [];
+  const client = connect(authorization, closed);
+  const sub = collect(client, AUDIT_EVENTS);
+  await until(() => sub.error !== undefined, 'the subscription to fail');
+  await until(() => closed.length > 0, 'the socket to close');
+  assert.deepEqual(closed[0], { code: 4403, reason });
+  // The subscriber learns why: the close event itself is its error.
+  assert.equal((sub.error as { code?: number }).code, 4403);
+  assert.equal(sub.received.length, 0);
+  assert.equal(sub.completed, false);
+  assert.equal(auditListeners(app), 0, 'no listener attached for a refused socket');
+
+  // Queries over such a socket fail as well: the socket is for authenticated callers.
+  const query = collect(connect(authorization), '{ health { status } }');
+  await until(() => query.error !== undefined, 'the query to fail');
+  assert.equal(query.received.length, 0);
+  assert.equal((query.error as { code?: number }).code, 4403);
+}
+
+test('a connection without credentials is refused and gets no events', async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const a = await seedOwner(app);
+  await assertRefused(connect, app, undefined, 'unauthenticated');
+  await assertRefused(connect, app, '', 'unauthenticated');
+  await login(app, a.email);
+  assert.equal(auditListeners(app), 0);
+});
+
+test('a connection with a garbage or revoked credential is refused', async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const a = await seedOwner(app);
+  await assertRefused(connect, app, 'Bearer garbage.token.value', 'token_invalid');
+  await assertRefused(connect, app, 'Bearer svc_not-a-real-key', 'token_invalid');
+  await assertRefused(connect, app, 'Basic dXNlcjpwYXNz', 'token_invalid');
+  // A logged-out session's access token.
+  const { access_token } = await login(app, a.email);
+  const out = await app.inject({ method: 'POST', url: '/v1/auth/logout', headers: { authorization: `Bearer ${access_token}` } });
+  assert.ok(out.statusCode < 300, out.body);
+  await assertRefused(connect, app, `Bearer ${access_token}`, 'token_invalid');
+});
+
+test("a member's audit subscription errors with forbidden", async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const a = await seedOwner(app);
+  const member = await createUser(app, a.companyId, 'member');
+  const { access_token } = await login(app, member);
+  const closed: { code: number; reason: string }[] = [];
+  const client = connect(`Bearer ${access_token}`, closed);
+  const sub = collect(client, AUDIT_EVENTS);
+  await until(() => sub.error !== undefined, 'the subscription error');
+  const errors = sub.error as { message: string; extensions?: { code?: string; http?: { status?: number } } }[];
+  assert.ok(Array.isArray(errors), `GraphQL errors expected, got ${JSON.stringify(sub.error)}`);
+  assert.equal(errors[0]!.extensions?.code, 'forbidden', JSON.stringify(errors));
+  assert.equal(errors[0]!.extensions?.http?.status, 403);
+  assert.equal(auditListeners(app), 0);
+  await login(app, a.email);
+  assert.equal(sub.received.length, 0);
+
+  // The socket itself stays usable for what a member may do.
+  const me = collect<{ me: { role: string } }>(client, '{ me { role } }');
+  await until(() => me.completed, 'the me query');
+  assert.deepEqual(me.received, [{ data: { me: { role: 'MEMBER' } } }]);
+  // Only the lazy client's own normal closes when it had nothing left to run; no refusal.
+  assert.ok(closed.every((c) => c.code === 1000), JSON.stringify(closed));
+});
+
+test('queries and mutations work over the socket (fullWsTransport)', async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const a = await seedOwner(app);
+  const { access_token } = await login(app, a.email);
+  const client = connect(`Bearer ${access_token}`);
+
+  const results: unknown[] = [];
+  for await (const result of client.iterate({ query: '{ me { role user { email } company { id plan { id } } } }' })) {
+    results.push(result);
+  }
+  assert.deepEqual(results, [{ data: { me: { role: 'OWNER', user: { email: a.email }, company: { id: a.companyId, plan: { id: 'starter' } } } } }]);
+
+  // Resolver errors keep their catalog code over the socket.
+  const denied = collect(client, '{ auditLog(perPage: 0) { total } }');
+  await until(() => denied.completed || denied.error !== undefined, 'the auditLog query');
+  const payload = (denied.received[0] ?? { errors: denied.error }) as { errors?: { extensions?: { code?: string } }[] };
+  assert.equal(payload.errors?.[0]?.extensions?.code, 'validation_error', JSON.stringify(payload));
+
+  const feedback = collect<{ submitDocsFeedback: { id: string } }>(
+    client,
+    'mutation { submitDocsFeedback(input: { page: "/docs/ws", helpful: true }) { id } }',
+  );
+  await until(() => feedback.completed, 'the mutation');
+  assert.equal(typeof feedback.received[0]?.data?.submitDocsFeedback.id, 'string');
+});
+
+test('queries over one socket see fresh data, not a connection-long cache', async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const a = await seedOwner(app, undefined, 'Before');
+  const { access_token } = await login(app, a.email);
+  const client = connect(`Bearer ${access_token}`);
+  const read = async () => {
+    const q = collect<{ me: { user: { name: string | null }; company: { name: string } } }>(client, '{ me { user { name } company { name } } }');
+    await until(() => q.completed || q.error !== undefined, 'me');
+    assert.equal(q.error, undefined);
+    return q.received[0]!.data!.me;
+  };
+  assert.deepEqual(await read(), { user: { name: null }, company: { name: 'Before' } });
+  const em = app.services.orm.em.fork();
+  await em.nativeUpdate(Company, { id: a.companyId }, { name: 'After' });
+  await em.nativeUpdate(User, { id: a.userId }, { name: 'Renamed' });
+  assert.deepEqual(await read(), { user: { name: 'Renamed' }, company: { name: 'After' } });
+});
