@@ -22,6 +22,11 @@ export interface Config {
   jwtSecret?: string;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
+  /**
+   * A rotated refresh token presented again within this many seconds is the
+   * loser of a client race (401 only); later it is audited as reuse.
+   */
+  refreshReuseGraceSeconds: number;
   /** Password hashing cost (scrypt N). Lowered only by tests. */
   scryptCost: number;
   rateLimit: RateLimitConfig;
@@ -96,6 +101,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jwtSecret: env.JWT_SECRET || undefined,
     accessTokenTtlSeconds: 15 * 60,
     refreshTokenTtlSeconds: 30 * 24 * 3600,
+    refreshReuseGraceSeconds: int(env, 'REFRESH_REUSE_GRACE_SECONDS', 30),
     scryptCost: int(env, 'SCRYPT_COST', 2 ** 15, 2),
     rateLimit: {
       windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),

@@ -16,25 +16,18 @@ export class Loaders {
   private plans?: DataLoader<string, Plan | null>;
   private users?: DataLoader<string, User | null>;
 
-  private readonly options: { cache: boolean };
-
-  constructor(
-    private readonly services: Services,
-    options: { cache?: boolean } = {},
-  ) {
-    this.options = { cache: options.cache ?? true };
-  }
+  constructor(private readonly services: Services) {}
 
   get companyById(): DataLoader<string, Company | null> {
-    return (this.companies ??= new DataLoader((ids) => this.services.identity.companiesByIds(ids), this.options));
+    return (this.companies ??= new DataLoader((ids) => this.services.identity.companiesByIds(ids)));
   }
 
   get userById(): DataLoader<string, User | null> {
-    return (this.users ??= new DataLoader((ids) => this.services.identity.usersByIds(ids), this.options));
+    return (this.users ??= new DataLoader((ids) => this.services.identity.usersByIds(ids)));
   }
 
   get planByCompanyId(): DataLoader<string, Plan | null> {
-    return (this.plans ??= new DataLoader((ids) => this.services.plans.plansForCompanies(ids), this.options));
+    return (this.plans ??= new DataLoader((ids) => this.services.plans.plansForCompanies(ids)));
   }
 }
 

@@ -306,3 +306,25 @@ test('queries over one socket see fresh data, not a connection-long cache', asyn
   await em.nativeUpdate(User, { id: a.userId }, { name: 'Renamed' });
   assert.deepEqual(await read(), { user: { name: 'Renamed' }, company: { name: 'After' } });
 });
+
+test('logging out closes the sockets opened with that session (4401), not other sessions', async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const owner = await seedOwner(app);
+  const first = await login(app, owner.email);
+  const second = await login(app, owner.email);
+  const closedFirst: { code: number; reason: string }[] = [];
+  const closedSecond: { code: number; reason: string }[] = [];
+  const subFirst = collect<AuditEventData>(connect(`Bearer ${first.access_token}`, closedFirst), AUDIT_EVENTS);
+  const subSecond = collect<AuditEventData>(connect(`Bearer ${second.access_token}`, closedSecond), AUDIT_EVENTS);
+  await until(() => auditListeners(app) === 2, 'both subscriptions to attach');
+
+  const res = await app.inject({ method: 'POST', url: '/v1/auth/logout', headers: { authorization: `Bearer ${first.access_token}` } });
+  assert.equal(res.statusCode, 204);
+  await until(() => closedFirst.length === 1, 'the revoked session socket to close');
+  assert.deepEqual(closedFirst[0], { code: 4401, reason: 'session_revoked' });
+  // The other session's socket keeps streaming: it sees the logout event itself.
+  await until(() => subSecond.received.some((r) => r.data?.auditEvents.action === 'auth.logout'), 'the logout event');
+  assert.equal(closedSecond.length, 0);
+  assert.equal(subFirst.received.filter((r) => r.data?.auditEvents.action === 'auth.logout').length, 0);
+  await until(() => auditListeners(app) === 1, 'the closed socket to release its listener');
+});

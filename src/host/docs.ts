@@ -52,7 +52,9 @@ export const docsPlugin = fp(
     app.get('/openapi.json', publicRoute, async () => document);
 
     await app.register(swagger, { mode: 'static', specification: { document: document as never } });
-    await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { deepLinking: true } });
+    // Everything Swagger UI loads is served from here; no upgrade-insecure-requests,
+    // so a plain-HTTP on-premise install keeps working.
+    await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: PAGE_CSP, uiConfig: { deepLinking: true } });
 
     app.get<{ Params: { code: string } }>('/docs/errors/:code', publicRoute, async (request, reply) => {
       const code = request.params.code as ErrorCode;

@@ -4,7 +4,8 @@ import { GraphQLError, Kind, type DocumentNode, type ExecutionResult, type Graph
 import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, isAppError } from '../errors/catalog';
-import { anonymous } from '../auth/principal';
+import { anonymous, type ApiKeyPrincipal, type UserPrincipal } from '../auth/principal';
+import type { Services } from '../services';
 import { createContext, Loaders, type GraphQLContext } from '../../subgraphs/context';
 import type { Supergraph } from '../../subgraphs/supergraph';
 import { resolvePrincipal } from './principal';
@@ -79,11 +80,31 @@ function withCatalogSubscriptionErrors(schema: GraphQLSchema, log: { error: (obj
   });
 }
 
-/** The part of a ws socket a refused connection_init needs. */
+/** The part of a ws socket a refused or revoked connection needs. */
 interface ClosableSocket {
   protocol?: string;
   readyState?: number;
   close(code: number, reason: string): void;
+  once(event: 'close', listener: () => void): void;
+}
+
+/**
+ * Closes the socket (4401) the moment the credential it was opened with stops
+ * being valid: its session revoked, its user changed (suspended, demoted), or
+ * its API key revoked. The client reconnects and is judged afresh.
+ */
+function closeWhenCredentialEnds(services: Services, principal: UserPrincipal | ApiKeyPrincipal, socket: ClosableSocket) {
+  const close = (reason: string) => {
+    if (socket.readyState === 1) socket.close(4401, reason);
+  };
+  const offs =
+    principal.kind === 'user'
+      ? [
+          services.bus.subscribe('session.revoked', (e) => e.sessionId === principal.sessionId && close('session_revoked')),
+          services.bus.subscribe('user.changed', (e) => e.userId === principal.userId && close('credential_changed')),
+        ]
+      : [services.bus.subscribe('api_key.revoked', (e) => e.keyId === principal.keyId && close('api_key_revoked'))];
+  socket.once('close', () => offs.forEach((off) => off()));
 }
 
 export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
@@ -105,13 +126,9 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       subscription: {
         // Queries and mutations work over the socket too, not only subscriptions.
         fullWsTransport: true,
-        context: (_socket, request: FastifyRequest) => ({
-          services,
-          meta: request.meta,
-          principal: anonymous,
-          // A socket lives long: batch within an operation, never cache across them.
-          loaders: new Loaders(services, { cache: false }),
-        }),
+        // Loaders are made per operation (hooks below): a socket lives long, and a
+        // cache shared across its operations would serve stale rows.
+        context: (_socket, request: FastifyRequest) => ({ services, meta: request.meta, principal: anonymous }),
         // The credential travels in connectionParams: { authorization: "Bearer …" }.
         // A refused connection_init closes the socket with 4403, as graphql-transport-ws
         // prescribes (mercurius' `connection_error` message is not part of that protocol,
@@ -120,8 +137,11 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
         onConnect: async function (this: { socket?: ClosableSocket } | undefined, { payload }: { payload?: Record<string, unknown> }) {
           const raw = payload?.authorization ?? payload?.Authorization;
           const principal = typeof raw === 'string' && raw !== '' ? await resolvePrincipal(services, raw) : anonymous;
-          if (principal.kind !== 'anonymous') return { principal };
           const socket = this?.socket;
+          if (principal.kind !== 'anonymous') {
+            if (socket) closeWhenCredentialEnds(services, principal, socket);
+            return { principal };
+          }
           if (socket?.protocol === 'graphql-transport-ws' && socket.readyState === 1) {
             socket.close(4403, principal.credentialError?.code ?? 'unauthenticated');
           }
@@ -161,7 +181,15 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       },
     });
 
+    // Operations on a socket (no reply) get their own loaders; HTTP contexts already have them.
+    const socketLoaders = (context: object) => {
+      const ctx = context as Partial<MercuriusContext> & Partial<GraphQLContext>;
+      if (!ctx.reply) ctx.loaders = new Loaders(services);
+    };
+    app.graphql.addHook('preSubscriptionExecution', async (_schema, _document, context) => socketLoaders(context));
+
     app.graphql.addHook('preExecution', async (_schema, document, context) => {
+      socketLoaders(context);
       const ctx = context as unknown as MercuriusContext & GraphQLContext & { viaRest?: boolean };
       // The REST adapter already spent its route's budget for this request.
       if (ctx.viaRest) return;

@@ -120,7 +120,9 @@ export class AuthService {
     );
     const token = await em.findOne(RefreshToken, { tokenHash }, { populate: ['session.user', 'session.company'] });
     if (spent !== 1 || !token) {
-      if (token?.usedAt) {
+      // A client racing itself loses quietly; a token replayed after the grace window is misuse.
+      const graceMs = this.config.refreshReuseGraceSeconds * 1000;
+      if (token?.usedAt && now.getTime() - token.usedAt.getTime() >= graceMs) {
         await this.audit.record({
           action: 'auth.refresh_token_reused',
           companyId: token.session.company.id,
