@@ -5,7 +5,17 @@ import { AppError, errorCatalog, type ErrorCode } from '../src/errors/catalog';
 import { createContext } from '../subgraphs/context';
 import { sessionCookieClearing } from '../src/host/graphql';
 import { API_PREFIXES, type RestRoute } from './route';
+import type { Deprecation } from '../src/host/types';
 import { routeTable } from './routes';
+
+/** RFC 9745 Deprecation, RFC 8594 Sunset and the successor's Link, on a deprecated route only. */
+function deprecationHeaders(deprecation: Deprecation) {
+  return async (_request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('deprecation', deprecation.deprecation);
+    reply.header('sunset', deprecation.sunset);
+    reply.header('link', `<${deprecation.link}>; rel="successor-version"`);
+  };
+}
 
 /** Rebuilds the catalog error a resolver threw from its GraphQL form. */
 function fromGraphQLError(error: GraphQLError): AppError {
@@ -22,13 +32,6 @@ function fromGraphQLError(error: GraphQLError): AppError {
 export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
   async (app, options) => {
     const secureCookies = app.services.config.publicUrl.startsWith('https://');
-    app.addHook('onSend', async (request, reply) => {
-      const deprecation = request.routeOptions.config?.deprecation;
-      if (!deprecation) return;
-      reply.header('deprecation', deprecation.deprecation);
-      reply.header('sunset', deprecation.sunset);
-      reply.header('link', `<${deprecation.link}>; rel="successor-version"`);
-    });
 
     // The routes live in their own scope that parses JSON bodies only: fastify's
     // built-in text/plain parser would turn a text body into a 422 instead of a 415.
@@ -50,6 +53,7 @@ export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
             ...(route.response ? { response: { [route.status]: route.response } } : {}),
           },
           config: { auth: route.auth, rateLimit: route.rateLimit ?? 'default', deprecation: route.deprecation },
+          ...(route.deprecation ? { onSend: deprecationHeaders(route.deprecation) } : {}),
           handler,
         });
       }

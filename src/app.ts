@@ -7,7 +7,7 @@ import addFormats from 'ajv-formats';
 import { loadConfig, type Config } from './config';
 import { requestIdFrom } from './request-id';
 import { createServices, type Services } from './services';
-import { apiVersionPlugin } from './host/api-version';
+import { apiVersionPlugin, serviceHeadersPlugin } from './host/api-version';
 import { unitOfWorkPlugin } from './host/unit-of-work';
 import { principalPlugin } from './host/principal';
 import { rateLimitPlugin } from './host/rate-limit';
@@ -64,6 +64,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     });
   }
 
+  await app.register(serviceHeadersPlugin);
   await app.register(errorsPlugin);
   await app.register(helmet, {
     // An API answers JSON: nothing to run, nothing to frame. Pages set their own policy.
@@ -87,10 +88,10 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
       'Retry-After',
     ],
   });
-  await app.register(apiVersionPlugin);
   await app.register(unitOfWorkPlugin);
   await app.register(principalPlugin);
   await app.register(rateLimitPlugin);
+  await app.register(apiVersionPlugin);
   await app.register(graphqlPlugin, { supergraph });
   await app.register(restCompatPlugin);
   await app.register(docsPlugin);

@@ -25,13 +25,8 @@ const modelView = (r: ModelRow): ModelView => ({
   contextLength: r.context_length,
 });
 
-export interface ModelSeed {
-  id: string;
-  display_name: string;
-  provider: string;
-  family: string;
-  credit_cost: number;
-  context_length: number;
+/** An entry of data/models.json: a database row, plus an optional blocked flag. */
+export interface ModelSeed extends ModelRow {
   blocked?: boolean;
 }
 
