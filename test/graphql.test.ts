@@ -440,3 +440,13 @@ test('the auth budget covers refreshToken and logout mutations as well', async (
   assertCode(third, 'rate_limited', 429);
   assert.equal(third.res.statusCode, 429);
 });
+
+test('the standard introspection query GraphiQL sends passes the depth limit', async (t) => {
+  const { getIntrospectionQuery } = await import('graphql');
+  const app = await build(t);
+  const res = await app.inject({ method: 'POST', url: '/graphql', payload: { query: getIntrospectionQuery() } });
+  assert.equal(res.statusCode, 200, res.body);
+  const body = res.json() as { data: { __schema: { queryType: { name: string } } }; errors?: unknown };
+  assert.equal(body.errors, undefined);
+  assert.equal(body.data.__schema.queryType.name, 'Query');
+});
