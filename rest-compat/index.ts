@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GraphQLError } from 'graphql';
 import { AppError, errorCatalog, type ErrorCode } from '../src/errors/catalog';
 import { createContext } from '../subgraphs/context';
-import { sessionCookieClearing } from '../src/host/graphql';
+import { replyTransport } from '../src/host/graphql';
 import { API_PREFIXES, type RestRoute } from './route';
 import type { Deprecation } from '../src/host/types';
 import { routeTable } from './routes';
@@ -63,12 +63,10 @@ export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
       const mapping = route.graphql;
       if (!mapping) throw new Error(`Route ${route.method} ${route.path} has neither graphql nor raw`);
       return async (request: FastifyRequest, reply: FastifyReply) => {
-        const context = {
-          ...createContext(app.services, request.principal, request.meta, {
-            clearCookie: (name: string) => reply.header('set-cookie', sessionCookieClearing(name, secureCookies)),
-          }),
-          viaRest: true,
-        };
+        const context = Object.assign(
+          createContext(app.services, request.principal, request.meta, replyTransport(reply, secureCookies)),
+          { viaRest: true },
+        );
         const result = await app.graphql(mapping.document, context, mapping.variables?.(request));
         if (result.errors?.length) throw fromGraphQLError(result.errors[0] as GraphQLError);
         reply.code(route.status);

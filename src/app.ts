@@ -1,6 +1,5 @@
 import 'reflect-metadata';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import helmet from '@fastify/helmet';
 import cors from '@fastify/cors';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
@@ -12,6 +11,7 @@ import { unitOfWorkPlugin } from './host/unit-of-work';
 import { principalPlugin } from './host/principal';
 import { rateLimitPlugin } from './host/rate-limit';
 import { errorsPlugin } from './host/errors';
+import { securityHeadersPlugin } from './host/security-headers';
 import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
 import './host/types';
@@ -66,11 +66,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
 
   await app.register(serviceHeadersPlugin);
   await app.register(errorsPlugin);
-  await app.register(helmet, {
-    // An API answers JSON: nothing to run, nothing to frame. Pages set their own policy.
-    contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-    crossOriginResourcePolicy: { policy: 'same-site' },
-  });
+  await app.register(securityHeadersPlugin);
   await app.register(cors, {
     origin: config.corsOrigins.length ? config.corsOrigins : false,
     credentials: true,

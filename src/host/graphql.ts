@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, isAppError } from '../errors/catalog';
 import { anonymous, type ApiKeyPrincipal, type UserPrincipal } from '../auth/principal';
 import type { Services } from '../services';
-import { createContext, Loaders, type GraphQLContext } from '../../subgraphs/context';
+import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
 import type { Supergraph } from '../../subgraphs/supergraph';
 import { resolvePrincipal } from './principal';
 import { toAppError } from './problem';
@@ -32,6 +32,11 @@ function operationClass(document: DocumentNode): RateLimitClass | undefined {
 
 export function sessionCookieClearing(name: string, secure: boolean): string {
   return `${name}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+}
+
+/** What a resolver may do to the HTTP reply of its request (GraphQL over HTTP and REST). */
+export function replyTransport(reply: FastifyReply, secureCookies: boolean): TransportHooks {
+  return { clearCookie: (name) => reply.header('set-cookie', sessionCookieClearing(name, secureCookies)) };
 }
 
 /** The GraphQL error shape: the catalog code and HTTP status in extensions. */
@@ -122,15 +127,13 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       queryDepth: 15,
       routes: true,
       context: (request: FastifyRequest, reply: FastifyReply): GraphQLContext =>
-        createContext(services, request.principal, request.meta, {
-          clearCookie: (name) => reply.header('set-cookie', sessionCookieClearing(name, secureCookies)),
-        }),
+        createContext(services, request.principal, request.meta, replyTransport(reply, secureCookies)),
       subscription: {
         // Queries and mutations work over the socket too, not only subscriptions.
         fullWsTransport: true,
         // Loaders are made per operation (hooks below): a socket lives long, and a
         // cache shared across its operations would serve stale rows.
-        context: (_socket, request: FastifyRequest) => ({ services, meta: request.meta, principal: anonymous }),
+        context: (_socket, request: FastifyRequest) => ({ services, meta: request.meta, principal: anonymous, viaSocket: true }),
         // The credential travels in connectionParams: { authorization: "Bearer …" }.
         // A refused connection_init closes the socket with 4403, as graphql-transport-ws
         // prescribes (mercurius' `connection_error` message is not part of that protocol,
@@ -183,10 +186,10 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       },
     });
 
-    // Operations on a socket (no reply) get their own loaders; HTTP contexts already have them.
+    // Operations on a socket get their own loaders; HTTP and REST contexts come with theirs.
     const socketLoaders = (context: object) => {
-      const ctx = context as Partial<MercuriusContext> & Partial<GraphQLContext>;
-      if (!ctx.reply) ctx.loaders = new Loaders(services);
+      const ctx = context as Partial<GraphQLContext> & { viaSocket?: boolean };
+      if (ctx.viaSocket) ctx.loaders = new Loaders(services);
     };
     app.graphql.addHook('preSubscriptionExecution', async (_schema, _document, context) => socketLoaders(context));
 
