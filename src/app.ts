@@ -67,23 +67,27 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   await app.register(serviceHeadersPlugin);
   await app.register(errorsPlugin);
   await app.register(securityHeadersPlugin);
-  await app.register(cors, {
-    origin: config.corsOrigins.length ? config.corsOrigins : false,
-    credentials: true,
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'X-Service-API-Version'],
-    maxAge: 600,
-    exposedHeaders: [
-      'X-Request-Id',
-      'X-Service-Version',
-      'X-RateLimit-Limit',
-      'X-RateLimit-Remaining',
-      'X-RateLimit-Reset',
-      'RateLimit',
-      'RateLimit-Policy',
-      'Retry-After',
-    ],
-  });
+  // Closed by default: without configured origins the plugin is not even registered
+  // (it would run on every request only to add nothing).
+  if (config.corsOrigins.length) {
+    await app.register(cors, {
+      origin: config.corsOrigins,
+      credentials: true,
+      methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'X-Service-API-Version'],
+      maxAge: 600,
+      exposedHeaders: [
+        'X-Request-Id',
+        'X-Service-Version',
+        'X-RateLimit-Limit',
+        'X-RateLimit-Remaining',
+        'X-RateLimit-Reset',
+        'RateLimit',
+        'RateLimit-Policy',
+        'Retry-After',
+      ],
+    });
+  }
   await app.register(unitOfWorkPlugin);
   await app.register(principalPlugin);
   await app.register(rateLimitPlugin);
