@@ -80,6 +80,16 @@ export class AuthService {
       throw new AppError('forbidden', 'This account is suspended; contact your administrator');
     }
 
+    return this.startSession(user, meta, 'password');
+  }
+
+  /**
+   * Opens a session for a user who has proved who they are (password, later
+   * a second factor or single sign-on), audits the sign-in and returns the
+   * first token pair. Every sign-in method ends here.
+   */
+  async startSession(user: User, meta: RequestMeta, method: 'password' | 'sso'): Promise<LoginResult> {
+    const em = currentEm(this.orm);
     const now = new Date();
     const session = em.create(Session, {
       user,
@@ -101,6 +111,7 @@ export class AuthService {
       meta,
       targetType: 'session',
       targetId: session.id,
+      data: { method },
     });
     return { accessToken, refreshToken, user };
   }
