@@ -61,6 +61,7 @@ function operation(route: RestRoute): JsonSchema {
     ...(route.description ? { description: route.description } : {}),
     tags: [route.tag],
     ...(route.deprecation ? { deprecated: true } : {}),
+    ...(route.extension ? { 'x-atrium-extension': true } : {}),
     security: route.auth === 'required' ? [{ bearer: [] }] : [],
     parameters: parameters(route),
     ...(route.request?.body

@@ -24,6 +24,11 @@ export interface RestRoute {
   summary: string;
   description?: string;
   tag: string;
+  /**
+   * The spec does not show this path (its "not shown" parts are ours to
+   * design); it is documented in the OpenAPI document like any other.
+   */
+  extension?: true;
   auth: AuthKind;
   rateLimit?: RateLimitClass;
   deprecation?: Deprecation;
