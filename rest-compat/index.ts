@@ -7,6 +7,7 @@ import { replyTransport } from '../src/host/graphql';
 import { API_PREFIXES, type RestRoute } from './route';
 import type { Deprecation } from '../src/host/types';
 import { routeTable } from './routes';
+import { pageLinks, type PageBody } from './pagination';
 
 /** RFC 9745 Deprecation, RFC 8594 Sunset and the successor's Link, on a deprecated route only. */
 function deprecationHeaders(deprecation: Deprecation) {
@@ -19,9 +20,12 @@ function deprecationHeaders(deprecation: Deprecation) {
 
 /** Rebuilds the catalog error a resolver threw from its GraphQL form. */
 function fromGraphQLError(error: GraphQLError): AppError {
-  const { code, http: _http, ...extra } = error.extensions as { code?: string; http?: unknown } & Record<string, unknown>;
+  const { code, http, ...extra } = error.extensions as {
+    code?: string;
+    http?: { headers?: Record<string, string> };
+  } & Record<string, unknown>;
   const known = code && code in errorCatalog ? (code as ErrorCode) : 'internal_error';
-  return new AppError(known, error.message, { extra });
+  return new AppError(known, error.message, { extra, headers: http?.headers });
 }
 
 /**
@@ -71,6 +75,7 @@ export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
         if (result.errors?.length) throw fromGraphQLError(result.errors[0] as GraphQLError);
         reply.code(route.status);
         const body = mapping.result(result.data as Record<string, unknown>);
+        if (route.paginated) reply.header('link', pageLinks(app.services.config.publicUrl, request.url, body as PageBody));
         return route.status === 204 ? reply.send() : body;
       };
     }

@@ -38,9 +38,16 @@ function operation(route: RestRoute): JsonSchema {
   responses[String(route.status)] =
     route.status === 204
       ? { description: 'Done; no body', headers: rateLimitHeaders }
-      : {
+      : route.status >= 300 && route.status < 400
+        ? {
+            description: route.summary,
+            headers: { ...rateLimitHeaders, Location: { schema: { type: 'string' }, description: 'Where the browser goes next' } },
+          }
+        : {
           description: route.summary,
-          headers: rateLimitHeaders,
+          headers: route.paginated
+            ? { ...rateLimitHeaders, Link: { $ref: '#/components/headers/Link' } }
+            : rateLimitHeaders,
           content: { 'application/json': { schema: route.response } },
         };
   if (route.request?.body) {
@@ -49,6 +56,7 @@ function operation(route: RestRoute): JsonSchema {
     responses['415'] = problem('Content-Type is not application/json');
   }
   if (route.auth === 'required') responses['401'] = problem('Missing, invalid or expired credential');
+  for (const [status, description] of Object.entries(route.problems ?? {})) responses[status] ??= problem(description);
   if (route.request) responses['422'] = problem('Validation failed', '#/components/schemas/HTTPValidationError');
   responses['429'] = {
     ...problem('Rate limit exceeded'),
@@ -62,7 +70,7 @@ function operation(route: RestRoute): JsonSchema {
     tags: [route.tag],
     ...(route.deprecation ? { deprecated: true } : {}),
     ...(route.extension ? { 'x-atrium-extension': true } : {}),
-    security: route.auth === 'required' ? [{ bearer: [] }] : [],
+    security: route.auth === 'required' ? [{ bearer: [] }, { cookie: [] }] : [],
     parameters: parameters(route),
     ...(route.request?.body
       ? { requestBody: { required: true, content: { 'application/json': { schema: route.request.body } } } }
@@ -105,6 +113,14 @@ export function buildOpenApi(publicUrl: string, routes: RestRoute[] = routeTable
           scheme: 'bearer',
           description: 'An access token (JWT) or a company API key (svc_…)',
         },
+        cookie: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'service_token',
+          description:
+            'The browser session cookie set by single sign-on; used only without an Authorization header. ' +
+            'POST, PUT, PATCH and DELETE with it must carry an Origin (or Referer) of PUBLIC_URL or CORS_ORIGINS, else 403 csrf_rejected.',
+        },
       },
       parameters: {
         'X-Service-API-Version': {
@@ -121,6 +137,10 @@ export function buildOpenApi(publicUrl: string, routes: RestRoute[] = routeTable
         'X-RateLimit-Reset': { schema: { type: 'integer' }, description: 'Unix epoch seconds when the window resets' },
         'X-Service-Version': { schema: { type: 'string' }, description: 'The API version served' },
         'X-Request-Id': { schema: { type: 'string' }, description: 'Echoed or generated request id' },
+        Link: {
+          schema: { type: 'string' },
+          description: 'RFC 8288 links of a paged list: first, prev, next and last (prev and next only where they exist)',
+        },
       },
       schemas: {
         ProblemDetail: problemSchema,

@@ -29,14 +29,21 @@ export interface RestRoute {
    * design); it is documented in the OpenAPI document like any other.
    */
   extension?: true;
+  /**
+   * The body is the page envelope `{ items, page, per_page, total }`; the
+   * adapter adds its Link header (first, prev, next, last). See pagination.ts.
+   */
+  paginated?: true;
   auth: AuthKind;
   rateLimit?: RateLimitClass;
   deprecation?: Deprecation;
   /** Success status; 204 sends no body. */
   status: number;
   request?: { body?: JsonSchema; querystring?: JsonSchema; params?: JsonSchema };
-  /** The success body's schema (omit for 204). */
+  /** The success body's schema (omit for 204 and redirects). */
   response?: JsonSchema;
+  /** Route-specific problem responses for the OpenAPI document: status to description. */
+  problems?: Record<number, string>;
   graphql?: GraphQLMapping;
   raw?: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }

@@ -53,6 +53,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   });
   app.setValidatorCompiler(validatorCompilers());
   app.decorate('services', services);
+  services.mailer.useLogger(app.log);
   app.addHook('onClose', async () => services.close());
   // The access log costs a hook per request; skip it when its level is off.
   if (['trace', 'debug', 'info'].includes(app.log.level)) {
@@ -85,6 +86,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
         'RateLimit',
         'RateLimit-Policy',
         'Retry-After',
+        'Link',
       ],
     });
   }

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from './config';
 import { createServices, inContext, type Services } from './services';
 import { isAppError } from './errors/catalog';
+import { mailStatuses, type MailStatus } from './mail/outbox.entity';
 import { buildApp } from './app';
 import { isSubgraphName, serveSubgraph } from '../subgraphs/serve';
 
@@ -17,6 +18,10 @@ Commands:
   subgraph <name>             Serve one subgraph alone for a federation gateway
       <name>: identity | admin | billing | modules
       [--host H] [--port N]   (default: HOST/PORT settings)
+  mail-outbox                 List recent mail (newest first) as JSON lines
+      [--status pending|sent|failed|logged] [--limit N]   (limit defaults to 20)
+      --show <id> [--html]    Print one mail: its headers and text (or its HTML)
+      --retry                 Retry failed mail now (needs SMTP_URL)
 
 Options:
   -h, --help                  Show this help
@@ -111,6 +116,64 @@ async function createApiKey(args: string[]) {
   console.error('Store this key now: it is shown only once.');
 }
 
+/** The operator's mailbox when no SMTP server is configured (and a delivery log when one is). */
+async function mailOutbox(args: string[]) {
+  const { values } = parse(args, {
+    status: { type: 'string' },
+    limit: { type: 'string' },
+    show: { type: 'string' },
+    html: { type: 'boolean' },
+    retry: { type: 'boolean' },
+  });
+  if (values.help) return console.log(USAGE);
+  if (typeof values.show === 'string') {
+    const id = values.show;
+    const mail = await oneShot((s) => s.mailer.get(id));
+    if (!mail) throw new Refused(`No mail with id "${id}"`);
+    if (values.html) return console.log(mail.html);
+    console.log(
+      [
+        `Id: ${mail.id}`,
+        `To: ${mail.toAddress}`,
+        `Subject: ${mail.subject}`,
+        `Template: ${mail.template}`,
+        `Status: ${mail.status} (attempts: ${mail.attempts}${mail.lastError ? `, last error: ${mail.lastError}` : ''})`,
+        `Created: ${mail.createdAt.toISOString()}`,
+        '',
+        mail.text,
+      ].join('\n'),
+    );
+    return;
+  }
+  if (values.retry) {
+    const result = await oneShot(async (s) => {
+      if (!s.mailer.smtpConfigured) throw new Refused('SMTP_URL is not set: mail stays in the outbox');
+      return s.mailer.retryFailed();
+    });
+    return console.log(JSON.stringify(result));
+  }
+  const limit = values.limit === undefined ? 20 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be an integer from 1 to 1000');
+  const status = values.status;
+  if (status !== undefined && !mailStatuses.includes(status as MailStatus)) {
+    throw new UsageError(`--status must be one of ${mailStatuses.join(', ')}`);
+  }
+  const mails = await oneShot((s) => s.mailer.list({ status: status as MailStatus | undefined, limit }));
+  for (const mail of mails) {
+    console.log(
+      JSON.stringify({
+        id: mail.id,
+        to: mail.toAddress,
+        subject: mail.subject,
+        template: mail.template,
+        status: mail.status,
+        attempts: mail.attempts,
+        created_at: mail.createdAt.toISOString(),
+      }),
+    );
+  }
+}
+
 /** Stops `stop` on the first SIGINT/SIGTERM, then exits. */
 function onSignal(stop: () => Promise<void>, log: (msg: string) => void) {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -163,6 +226,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   'create-owner': createOwner,
   'create-api-key': createApiKey,
   subgraph,
+  'mail-outbox': mailOutbox,
 };
 
 async function main(argv: string[]) {

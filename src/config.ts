@@ -1,4 +1,6 @@
 import path from 'node:path';
+import { parseKeyring } from './crypto/secret-box';
+import { loadSsoConfig, type SsoConfig } from './domains/identity/sso.config';
 
 /**
  * Every setting Atrium reads, with its default. The README's configuration table
@@ -20,11 +22,17 @@ export interface Config {
   bodyLimitBytes: number;
   /** Secret for HS256 access tokens; generated into DATA_DIR when not given. */
   jwtSecret?: string;
+  /**
+   * AES-256-GCM keys for secrets at rest (TOTP secrets): `id:<base64 32 bytes>,…`,
+   * the first seals, all open. Generated into DATA_DIR when not given.
+   */
+  encryptionKeys?: string;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
   /**
    * A rotated refresh token presented again within this many seconds is the
-   * loser of a client race (401 only); later it is audited as reuse.
+   * loser of a client race (401 only); later it is taken as stolen: the session
+   * is revoked (its newest tokens fail too) and the reuse is audited.
    */
   refreshReuseGraceSeconds: number;
   /** Password hashing cost (scrypt N). Lowered only by tests. */
@@ -33,6 +41,14 @@ export interface Config {
   /** Run migrations on start (the default; the CLI and tests rely on it). */
   migrate: boolean;
   owner?: { email: string; password: string; company: string };
+  /** SMTP server for outgoing mail (smtp:// or smtps:// URL); unset keeps mail in the outbox table only. */
+  smtpUrl?: string;
+  /** From header of outgoing mail. */
+  mailFrom: string;
+  /** Seconds between automatic retries of failed mail; 0 turns them off. */
+  mailRetrySeconds: number;
+  /** Single sign-on providers and the start endpoint's redirect_uri allow-list (SSO_*). */
+  sso: SsoConfig;
 }
 
 export interface RateLimitConfig {
@@ -74,6 +90,31 @@ function list(env: Env, name: string): string[] {
     .filter(Boolean);
 }
 
+/** SMTP_URL, checked without ever echoing it (it may carry a password). */
+function smtpUrl(env: Env): string | undefined {
+  const raw = env.SMTP_URL?.trim();
+  if (!raw) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || !url.hostname) {
+    throw new Error('SMTP_URL must look like smtp://user:pass@host:587 or smtps://user:pass@host:465');
+  }
+  return raw;
+}
+
+/** MAIL_FROM: `address` or `Name <address>` on one line. */
+function mailFrom(env: Env): string {
+  const raw = (env.MAIL_FROM || 'Atrium <no-reply@localhost>').trim();
+  if (!/^(?:[^<>\r\n]*<[^\s@<>]+@[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+)$/.test(raw)) {
+    throw new Error(`MAIL_FROM must be an address or "Name <address>", got "${raw}"`);
+  }
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const host = env.HOST || '127.0.0.1';
   const port = int(env, 'PORT', 8080);
@@ -99,6 +140,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     corsOrigins: list(env, 'CORS_ORIGINS'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     jwtSecret: env.JWT_SECRET || undefined,
+    encryptionKeys: env.ENCRYPTION_KEYS?.trim() || undefined,
     accessTokenTtlSeconds: 15 * 60,
     refreshTokenTtlSeconds: 30 * 24 * 3600,
     refreshReuseGraceSeconds: int(env, 'REFRESH_REUSE_GRACE_SECONDS', 30),
@@ -112,9 +154,14 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     },
     migrate: true,
     owner,
+    smtpUrl: smtpUrl(env),
+    mailFrom: mailFrom(env),
+    mailRetrySeconds: int(env, 'MAIL_RETRY_SECONDS', 300),
+    sso: loadSsoConfig(env),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < 32) {
     throw new Error('JWT_SECRET must be at least 32 bytes');
   }
+  if (config.encryptionKeys !== undefined) parseKeyring(config.encryptionKeys, 'ENCRYPTION_KEYS');
   return { ...config, ...overrides };
 }

@@ -1,11 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { newKeyringEntry } from './crypto/secret-box';
 
 export interface Secrets {
   jwtSecret: string;
   /** Salt for hashing client IPs kept in feedback records. */
   ipHashSalt: string;
+  /**
+   * Keyring of the secret box (`id:<base64>,…`, first seals): ENCRYPTION_KEYS when
+   * given, followed by the key generated into secrets.json (kept for opening
+   * what it sealed). The key is generated only when ENCRYPTION_KEYS is not set.
+   */
+  encryptionKeys: string;
 }
 
 /**
@@ -19,11 +26,19 @@ export function loadSecrets(dataDir: string, given: Partial<Secrets> = {}): Secr
   if (fs.existsSync(file)) {
     stored = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<Secrets>;
   }
+  // Configured keys are never written to the file; a generated one is, and stays usable after ENCRYPTION_KEYS is set.
+  const storedKeys = stored.encryptionKeys ?? (given.encryptionKeys ? undefined : newKeyringEntry());
   const secrets: Secrets = {
     jwtSecret: given.jwtSecret ?? stored.jwtSecret ?? randomBytes(48).toString('base64url'),
     ipHashSalt: given.ipHashSalt ?? stored.ipHashSalt ?? randomBytes(16).toString('base64url'),
+    encryptionKeys: [given.encryptionKeys, storedKeys].filter(Boolean).join(','),
   };
-  const toStore = { ...stored, jwtSecret: stored.jwtSecret ?? secrets.jwtSecret, ipHashSalt: stored.ipHashSalt ?? secrets.ipHashSalt };
+  const toStore = {
+    ...stored,
+    jwtSecret: stored.jwtSecret ?? secrets.jwtSecret,
+    ipHashSalt: stored.ipHashSalt ?? secrets.ipHashSalt,
+    ...(storedKeys ? { encryptionKeys: storedKeys } : {}),
+  };
   if (JSON.stringify(toStore) !== JSON.stringify(stored)) {
     fs.mkdirSync(dataDir, { recursive: true });
     fs.writeFileSync(file, JSON.stringify(toStore, null, 2) + '\n', { mode: 0o600 });

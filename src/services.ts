@@ -11,10 +11,18 @@ import { AuditService } from './domains/audit/audit.service';
 import { IdentityService } from './domains/identity/identity.service';
 import { AuthService } from './domains/identity/auth.service';
 import { ApiKeyService } from './domains/identity/api-key.service';
+import { MfaService } from './domains/identity/mfa.service';
+import { StepUpService } from './domains/identity/step-up.service';
+import { SecretBox } from './crypto/secret-box';
+import { SessionService } from './domains/identity/session.service';
+import { ProfileService } from './domains/identity/profile.service';
+import { SessionCookieService } from './domains/identity/session-cookie.service';
+import { SsoService } from './domains/identity/sso.service';
 import { CatalogService, type ModelSeed } from './domains/catalog/catalog.service';
 import { PlanService, type PlanSeed } from './domains/billing/plan.service';
 import { FeedbackService } from './domains/feedback/feedback.service';
 import { HealthService } from './domains/health.service';
+import { Mailer, stderrLogger } from './mail/mailer';
 
 /** The composition root: every core service, wired once per process. */
 export interface Services {
@@ -25,10 +33,24 @@ export interface Services {
   identity: IdentityService;
   auth: AuthService;
   apiKeys: ApiKeyService;
+  /** TOTP second factor: enrolment, checks at login and step-up, recovery codes. */
+  mfa: MfaService;
+  /** Step-up and `requireRecentAuthentication` for sensitive operations. */
+  stepUp: StepUpService;
+  /** AES-256-GCM for secrets at rest (ENCRYPTION_KEYS or a key generated into DATA_DIR). */
+  secretBox: SecretBox;
+  sessions: SessionService;
+  profiles: ProfileService;
+  /** The `service_token` browser-session cookie (issued by single sign-on). */
+  sessionCookies: SessionCookieService;
+  /** Single sign-on over OpenID Connect (google, microsoft). */
+  sso: SsoService;
   catalog: CatalogService;
   plans: PlanService;
   feedback: FeedbackService;
   health: HealthService;
+  /** Outgoing mail: SMTP with an outbox table in front (src/mail). */
+  mailer: Mailer;
   close(): Promise<void>;
 }
 
@@ -45,25 +67,45 @@ export function inContext<T>(orm: Orm, fn: () => Promise<T>): Promise<T> {
 }
 
 export async function createServices(config: Config): Promise<Services> {
-  const secrets: Secrets = loadSecrets(config.dataDir, config.jwtSecret ? { jwtSecret: config.jwtSecret } : {});
+  const secrets: Secrets = loadSecrets(config.dataDir, {
+    ...(config.jwtSecret ? { jwtSecret: config.jwtSecret } : {}),
+    ...(config.encryptionKeys ? { encryptionKeys: config.encryptionKeys } : {}),
+  });
+  const secretBox = SecretBox.fromKeyrings(secrets.encryptionKeys);
   const orm = await openDatabase(config.databaseFile, { migrate: config.migrate });
   const reads = new ReadStore(config.databaseFile);
   const bus = new EventBus();
   const audit = new AuditService(orm, bus);
+  const mailer = new Mailer(orm, { smtpUrl: config.smtpUrl, from: config.mailFrom, logger: stderrLogger(config.logLevel) });
   const tokens = new AccessTokens(secrets.jwtSecret, config.accessTokenTtlSeconds, config.publicUrl);
+  const mfa = new MfaService(orm, audit, secretBox);
+  const sessionCookies = new SessionCookieService(orm, bus);
+  let sso: SsoService | undefined;
   const services: Services = {
     config,
     orm,
     bus,
     audit,
     identity: new IdentityService(orm, reads, config, audit),
-    auth: new AuthService(orm, config, bus, audit, tokens),
+    auth: new AuthService(orm, config, bus, audit, tokens, mfa),
     apiKeys: new ApiKeyService(orm, audit),
+    mfa,
+    stepUp: new StepUpService(orm, audit, tokens, mfa),
+    secretBox,
+    sessions: new SessionService(orm, bus, audit),
+    profiles: new ProfileService(orm, bus, audit),
+    sessionCookies,
+    // Built on first use: it signs in through `auth`, a sibling in this object.
+    get sso(): SsoService {
+      return (sso ??= new SsoService(orm, config, audit, this.auth, sessionCookies));
+    },
     catalog: new CatalogService(orm, reads),
     plans: new PlanService(orm, reads),
     feedback: new FeedbackService(orm, secrets.ipHashSalt),
     health: new HealthService(reads),
+    mailer,
     close: async () => {
+      await mailer.close();
       reads.close();
       await orm.close();
     },
@@ -75,5 +117,7 @@ export async function createServices(config: Config): Promise<Services> {
       await services.identity.createCompanyWithOwner(config.owner);
     }
   });
+  // Failed mail is retried in the background while the process runs (no-op without SMTP).
+  mailer.startRetrying(config.mailRetrySeconds);
   return services;
 }

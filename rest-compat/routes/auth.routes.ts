@@ -1,4 +1,4 @@
-import type { RestRoute } from '../route';
+import type { JsonSchema, RestRoute } from '../route';
 import { dateTime, nullable, userSummary, uuid } from '../schemas';
 
 const tokenPair = {
@@ -6,7 +6,7 @@ const tokenPair = {
   refresh_token: { type: 'string', description: 'Valid 30 days; rotated on every refresh' },
 };
 
-interface ViewerData {
+export interface ViewerData {
   role: string;
   authMethod: string;
   company: { id: string; name: string; plan: { id: string; name: string; monthlyCredits: number } };
@@ -17,8 +17,71 @@ interface ViewerData {
     status: string;
     createdAt: string;
     lastLoginAt: string | null;
+    mfaEnabled: boolean;
   };
   apiKey: null | { id: string; name: string; prefix: string; createdAt: string };
+}
+
+/**
+ * GET and PATCH /me/profile answer the same body: a field of the profile goes
+ * into these selections, profileResponse and profileBody once.
+ */
+export const PROFILE_USER_FIELDS = 'id email name status createdAt lastLoginAt mfaEnabled';
+export const PROFILE_COMPANY_FIELDS = 'company { id name plan { id name monthlyCredits } }';
+
+export const profileResponse: JsonSchema = {
+  type: 'object',
+  required: ['id', 'email', 'name', 'role', 'auth_method', 'company', 'created_at', 'last_login_at', 'mfa_enabled', 'api_key'],
+  properties: {
+    id: nullable('string', { format: 'uuid' }),
+    email: nullable('string'),
+    name: nullable('string'),
+    role: { type: 'string', enum: ['owner', 'admin', 'member'] },
+    status: nullable('string'),
+    auth_method: { type: 'string', enum: ['session', 'api_key'] },
+    company: {
+      type: 'object',
+      required: ['id', 'name', 'plan'],
+      properties: {
+        id: uuid,
+        name: { type: 'string' },
+        plan: {
+          type: 'object',
+          required: ['id', 'name', 'monthly_credits'],
+          properties: { id: { type: 'string' }, name: { type: 'string' }, monthly_credits: { type: 'integer' } },
+        },
+      },
+    },
+    created_at: nullable('string', { format: 'date-time' }),
+    last_login_at: nullable('string', { format: 'date-time' }),
+    mfa_enabled: nullable('boolean', { description: 'Whether login needs a TOTP code; null for an API key' }),
+    api_key: {
+      type: ['object', 'null'],
+      required: ['id', 'name', 'prefix', 'created_at'],
+      properties: { id: uuid, name: { type: 'string' }, prefix: { type: 'string' }, created_at: dateTime },
+    },
+  },
+};
+
+export function profileBody(me: ViewerData) {
+  const { user, apiKey, company } = me;
+  return {
+    id: user?.id ?? null,
+    email: user?.email ?? null,
+    name: user?.name ?? null,
+    role: me.role.toLowerCase(),
+    status: user?.status.toLowerCase() ?? null,
+    auth_method: me.authMethod.toLowerCase(),
+    company: {
+      id: company.id,
+      name: company.name,
+      plan: { id: company.plan.id, name: company.plan.name, monthly_credits: company.plan.monthlyCredits },
+    },
+    created_at: user?.createdAt ?? null,
+    last_login_at: user?.lastLoginAt ?? null,
+    mfa_enabled: user?.mfaEnabled ?? null,
+    api_key: apiKey ? { id: apiKey.id, name: apiKey.name, prefix: apiKey.prefix, created_at: apiKey.createdAt } : null,
+  };
 }
 
 export const authRoutes: RestRoute[] = [
@@ -29,7 +92,9 @@ export const authRoutes: RestRoute[] = [
     summary: 'Sign in with email and password',
     description:
       'Returns a token pair and the user. A wrong email and a wrong password get the same answer. ' +
-      'totp_code is required only when MFA is enabled for the account.',
+      'totp_code is required only when MFA is enabled for the account: without it the answer is 401 mfa_required, ' +
+      'with a wrong or already used code 401 mfa_invalid (only ever after a correct password). A recovery code is ' +
+      'accepted in place of a TOTP code, once.',
     tag: 'Authentication',
     auth: 'public',
     rateLimit: 'auth',
@@ -55,8 +120,8 @@ export const authRoutes: RestRoute[] = [
       document:
         'mutation Login($input: LoginInput!) { login(input: $input) { accessToken refreshToken user { id email role } } }',
       variables: (request) => {
-        const body = request.body as { email: string; password: string };
-        return { input: { email: body.email, password: body.password } };
+        const body = request.body as { email: string; password: string; totp_code?: string };
+        return { input: { email: body.email, password: body.password, totpCode: body.totp_code ?? null } };
       },
       result: (data) => {
         const r = data.login as { accessToken: string; refreshToken: string; user: { id: string; email: string; role: string } };
@@ -124,65 +189,14 @@ export const authRoutes: RestRoute[] = [
     tag: 'Authentication',
     auth: 'required',
     status: 200,
-    response: {
-      type: 'object',
-      required: ['id', 'email', 'name', 'role', 'auth_method', 'company', 'created_at', 'last_login_at', 'api_key'],
-      properties: {
-        id: nullable('string', { format: 'uuid' }),
-        email: nullable('string'),
-        name: nullable('string'),
-        role: { type: 'string', enum: ['owner', 'admin', 'member'] },
-        status: nullable('string'),
-        auth_method: { type: 'string', enum: ['session', 'api_key'] },
-        company: {
-          type: 'object',
-          required: ['id', 'name', 'plan'],
-          properties: {
-            id: uuid,
-            name: { type: 'string' },
-            plan: {
-              type: 'object',
-              required: ['id', 'name', 'monthly_credits'],
-              properties: { id: { type: 'string' }, name: { type: 'string' }, monthly_credits: { type: 'integer' } },
-            },
-          },
-        },
-        created_at: nullable('string', { format: 'date-time' }),
-        last_login_at: nullable('string', { format: 'date-time' }),
-        api_key: {
-          type: ['object', 'null'],
-          required: ['id', 'name', 'prefix', 'created_at'],
-          properties: { id: uuid, name: { type: 'string' }, prefix: { type: 'string' }, created_at: dateTime },
-        },
-      },
-    },
+    response: profileResponse,
     graphql: {
       document: `query Profile { me {
-        role authMethod
-        company { id name plan { id name monthlyCredits } }
-        user { id email name status createdAt lastLoginAt }
+        role authMethod ${PROFILE_COMPANY_FIELDS}
+        user { ${PROFILE_USER_FIELDS} }
         apiKey { id name prefix createdAt }
       } }`,
-      result: (data) => {
-        const me = data.me as ViewerData;
-        const { user, apiKey, company } = me;
-        return {
-          id: user?.id ?? null,
-          email: user?.email ?? null,
-          name: user?.name ?? null,
-          role: me.role.toLowerCase(),
-          status: user?.status.toLowerCase() ?? null,
-          auth_method: me.authMethod.toLowerCase(),
-          company: {
-            id: company.id,
-            name: company.name,
-            plan: { id: company.plan.id, name: company.plan.name, monthly_credits: company.plan.monthlyCredits },
-          },
-          created_at: user?.createdAt ?? null,
-          last_login_at: user?.lastLoginAt ?? null,
-          api_key: apiKey ? { id: apiKey.id, name: apiKey.name, prefix: apiKey.prefix, created_at: apiKey.createdAt } : null,
-        };
-      },
+      result: (data) => profileBody(data.me as ViewerData),
     },
   },
 ];

@@ -1,6 +1,9 @@
 import type { RestRoute } from '../route';
 import { authRoutes } from './auth.routes';
+import { meRoutes } from './me.routes';
+import { mfaRoutes } from './mfa.routes';
 import { platformRoutes } from './platform.routes';
+import { ssoRoutes } from './sso.routes';
 
 /** The route table: every REST path Atrium serves, under both prefixes. */
-export const routeTable: RestRoute[] = [...platformRoutes, ...authRoutes];
+export const routeTable: RestRoute[] = [...platformRoutes, ...authRoutes, ...meRoutes, ...mfaRoutes, ...ssoRoutes];

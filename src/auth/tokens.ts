@@ -46,8 +46,10 @@ export class AccessTokens {
     this.key = new TextEncoder().encode(secret);
   }
 
-  async sign(claims: Omit<AccessClaims, 'iat' | 'exp'>): Promise<string> {
-    return new SignJWT({ cid: claims.cid, role: claims.role, sid: claims.sid })
+  /** `authTime` (epoch seconds) becomes the `auth_time` claim: when the session last proved who the user is. */
+  async sign(claims: Omit<AccessClaims, 'iat' | 'exp'> & { authTime?: number }): Promise<string> {
+    const authTime = claims.authTime === undefined ? {} : { auth_time: claims.authTime };
+    return new SignJWT({ cid: claims.cid, role: claims.role, sid: claims.sid, ...authTime })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(claims.sub)
       .setIssuer(this.issuer)

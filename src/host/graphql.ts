@@ -4,11 +4,12 @@ import { GraphQLError, Kind, type DocumentNode, type ExecutionResult, type Graph
 import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, isAppError } from '../errors/catalog';
-import { anonymous, type ApiKeyPrincipal, type UserPrincipal } from '../auth/principal';
+import { anonymous, type ApiKeyPrincipal, type Principal, type UserPrincipal } from '../auth/principal';
 import type { Services } from '../services';
 import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
 import type { Supergraph } from '../../subgraphs/supergraph';
 import { resolvePrincipal } from './principal';
+import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
 import { toAppError } from './problem';
 import type { RateLimitClass } from './types';
 
@@ -17,6 +18,8 @@ const operationClasses: Record<string, RateLimitClass> = {
   login: 'auth',
   refreshToken: 'auth',
   logout: 'auth',
+  stepUp: 'auth',
+  verifyMfa: 'auth',
   submitDocsFeedback: 'feedback',
 };
 
@@ -55,7 +58,12 @@ export function toGraphQLError(error: GraphQLError, log: { error: (obj: object, 
   return new GraphQLError(appError.message, {
     nodes: error.nodes,
     path: error.path,
-    extensions: { code: appError.code, http: { status: appError.status }, ...appError.extra },
+    extensions: {
+      code: appError.code,
+      // The error's HTTP meaning travels with it, headers included (Retry-After).
+      http: Object.keys(appError.headers).length ? { status: appError.status, headers: appError.headers } : { status: appError.status },
+      ...appError.extra,
+    },
   });
 }
 
@@ -116,6 +124,7 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
   async (app, { supergraph }) => {
     const services = app.services;
     const secureCookies = services.config.publicUrl.startsWith('https://');
+    const origins = trustedOrigins(services.config);
 
     await app.register(mercurius, {
       schema: withCatalogSubscriptionErrors(supergraph.schema, app.log),
@@ -133,15 +142,27 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
         fullWsTransport: true,
         // Loaders are made per operation (hooks below): a socket lives long, and a
         // cache shared across its operations would serve stale rows.
-        context: (_socket, request: FastifyRequest) => ({ services, meta: request.meta, principal: anonymous, viaSocket: true }),
-        // The credential travels in connectionParams: { authorization: "Bearer …" }.
+        context: (_socket, request: FastifyRequest) => ({
+          services,
+          meta: request.meta,
+          principal: anonymous,
+          viaSocket: true,
+          // A browser's service_token cookie on the upgrade request (from a trusted Origin).
+          cookiePrincipal: socketCookiePrincipal(request, origins),
+        }),
+        // The credential travels in connectionParams: { authorization: "Bearer …" }, or, without
+        // one, is the browser session cookie of the upgrade request.
         // A refused connection_init closes the socket with 4403, as graphql-transport-ws
         // prescribes (mercurius' `connection_error` message is not part of that protocol,
         // and its close without a code reads as a network drop that clients retry).
         // Mercurius calls onConnect as a method of the connection, which holds the socket.
-        onConnect: async function (this: { socket?: ClosableSocket } | undefined, { payload }: { payload?: Record<string, unknown> }) {
+        onConnect: async function (
+          this: { socket?: ClosableSocket; context?: { cookiePrincipal?: Principal } } | undefined,
+          { payload }: { payload?: Record<string, unknown> },
+        ) {
           const raw = payload?.authorization ?? payload?.Authorization;
-          const principal = typeof raw === 'string' && raw !== '' ? await resolvePrincipal(services, raw) : anonymous;
+          const principal =
+            typeof raw === 'string' && raw !== '' ? await resolvePrincipal(services, raw) : (this?.context?.cookiePrincipal ?? anonymous);
           const socket = this?.socket;
           if (principal.kind !== 'anonymous') {
             if (socket) closeWhenCredentialEnds(services, principal, socket);
@@ -177,6 +198,8 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
             continue;
           }
           const formatted = toGraphQLError(error, log);
+          const { headers } = formatted.extensions.http as { headers?: Record<string, string> };
+          if (headers && context.reply) context.reply.headers(headers);
           // Refused before execution (rate limit, unsupported version, bad body): the
           // HTTP status says so, as REST's does. Resolver errors keep 200 with partial data.
           if (execution.data === undefined) statusCode = Math.max(statusCode, (formatted.extensions.http as { status: number }).status);

@@ -3,6 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import { anonymous, type Principal } from '../auth/principal';
 import { AppError, isAppError } from '../errors/catalog';
 import type { Services } from '../services';
+import { readCookie, SESSION_COOKIE } from '../auth/cookies';
+import { resolveCookiePrincipal, trustedOrigins } from './cookie-auth';
 
 /** Resolves a Bearer credential once; a refused credential is kept so the 401 can say why. */
 export async function resolvePrincipal(services: Services, authorization: string | undefined): Promise<Principal> {
@@ -28,9 +30,17 @@ export const principalPlugin = fp(
   async (app) => {
     app.decorateRequest('principal', null as never);
     app.decorateRequest('meta', null as never);
+    const origins = trustedOrigins(app.services.config);
     app.addHook('onRequest', async (request) => {
       request.meta = clientMeta(request);
-      request.principal = await resolvePrincipal(app.services, request.headers.authorization);
+      // A Bearer header wins; without one, the browser session cookie (CSRF-checked) is the credential.
+      const authorization = request.headers.authorization;
+      const cookie = authorization ? undefined : readCookie(request.headers.cookie, SESSION_COOKIE);
+      request.principal = anonymous;
+      request.principal =
+        cookie === undefined
+          ? await resolvePrincipal(app.services, authorization)
+          : await resolveCookiePrincipal(app.services, request, cookie, origins);
     });
     // Routes that need a credential refuse before the body is validated.
     app.addHook('onRoute', (route) => {

@@ -1,3 +1,4 @@
+import { PageType } from '../page';
 import { Field, ID, InputType, Int, ObjectType } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
 
@@ -40,20 +41,7 @@ export class AuditEventType {
   createdAt!: Date;
 }
 
-@ObjectType('AuditEventPage')
-export class AuditEventPageType {
-  @Field(() => [AuditEventType])
-  items!: AuditEventType[];
-
-  @Field(() => Int)
-  page!: number;
-
-  @Field(() => Int)
-  perPage!: number;
-
-  @Field(() => Int)
-  total!: number;
-}
+export const AuditEventPageType = PageType(AuditEventType, 'AuditEventPage');
 
 @ObjectType('Health')
 export class HealthType {

@@ -1,10 +1,13 @@
 import type { SubgraphDefinition } from '../build-subgraph';
 import { canSeeCompany, type GraphQLContext } from '../context';
 import { AuthResolver, UserResolver } from './identity.resolver';
+import { SessionResolver } from './session.resolver';
+import { ProfileResolver } from './profile.resolver';
+import { MfaResolver } from './mfa.resolver';
 
 export const identitySubgraph: SubgraphDefinition = {
   name: 'identity',
-  resolvers: [AuthResolver, UserResolver],
+  resolvers: [AuthResolver, UserResolver, SessionResolver, ProfileResolver, MfaResolver],
   references: {
     // A gateway may ask for any key; answer only inside the caller's company.
     Company: (ref: { id: string }, ctx: GraphQLContext) =>

@@ -55,6 +55,9 @@ export class UserType {
 
   @Field(() => Date, { nullable: true })
   lastLoginAt!: Date | null;
+
+  @Field({ description: 'Whether login needs a second factor (TOTP or a recovery code)' })
+  mfaEnabled!: boolean;
 }
 
 @ObjectType('ApiKeyCredential', { description: 'The company API key a request was made with' })
@@ -112,6 +115,9 @@ export class LoginInput {
 
   @Field()
   password!: string;
+
+  @Field(() => String, { nullable: true, description: 'A TOTP code or a recovery code; required when MFA is enabled' })
+  totpCode?: string | null;
 }
 
 @InputType('RefreshTokenInput')

@@ -1,7 +1,13 @@
 import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261122000000Initial } from './Migration20261122000000-initial';
+import { Migration20261122100000MailOutbox } from './Migration20261122100000-mail-outbox';
+import { Migration20261122100100Mfa } from './Migration20261122100100-mfa';
+import { Migration20261122100200Sso } from './Migration20261122100200-sso';
 
 /** Applied in order on start; never edit a migration that has shipped. */
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122000000Initial', class: Migration20261122000000Initial },
+  { name: 'Migration20261122100000MailOutbox', class: Migration20261122100000MailOutbox },
+  { name: 'Migration20261122100100Mfa', class: Migration20261122100100Mfa },
+  { name: 'Migration20261122100200Sso', class: Migration20261122100200Sso },
 ];

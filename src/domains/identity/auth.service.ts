@@ -7,6 +7,7 @@ import { AccessTokens, COMPANY_KEY_PREFIX, newRefreshToken, sha256Hex } from '..
 import { requireAuthenticated } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
 import type { AuditService } from '../audit/audit.service';
+import type { MfaService } from './mfa.service';
 import { ApiKey } from './api-key.entity';
 import { RefreshToken } from './refresh-token.entity';
 import { Session } from './session.entity';
@@ -51,6 +52,7 @@ export class AuthService {
     private readonly bus: EventBus,
     private readonly audit: AuditService,
     readonly tokens: AccessTokens,
+    private readonly mfa: MfaService,
   ) {
     bus.subscribe('session.revoked', ({ sessionId }) => this.sessions.delete(sessionId));
     bus.subscribe('user.changed', ({ userId }) => {
@@ -59,7 +61,7 @@ export class AuthService {
     bus.subscribe('api_key.revoked', ({ keyHash }) => this.keys.delete(keyHash));
   }
 
-  async login(input: { email: string; password: string }, meta: RequestMeta): Promise<LoginResult> {
+  async login(input: { email: string; password: string; totpCode?: string | null }, meta: RequestMeta): Promise<LoginResult> {
     const email = normalizeEmail(input.email);
     const em = currentEm(this.orm);
     const user = await em.findOne(User, { email }, { populate: ['company'] });
@@ -76,6 +78,8 @@ export class AuthService {
       });
       throw new AppError('invalid_credentials', 'Email or password is incorrect');
     }
+    // Only after the password: mfa_required never tells a guesser that an email exists.
+    await this.mfa.checkSecondFactor(user, input.totpCode, meta, 'login');
     if (user.status !== 'active') {
       throw new AppError('forbidden', 'This account is suspended; contact your administrator');
     }
@@ -103,7 +107,13 @@ export class AuthService {
     user.lastLoginAt = now;
     await em.flush();
 
-    const accessToken = await this.tokens.sign({ sub: user.id, cid: user.company.id, role: user.role, sid: session.id });
+    const accessToken = await this.tokens.sign({
+      sub: user.id,
+      cid: user.company.id,
+      role: user.role,
+      sid: session.id,
+      authTime: Math.floor(now.getTime() / 1000),
+    });
     await this.audit.record({
       action: 'auth.login',
       companyId: user.company.id,
@@ -131,9 +141,11 @@ export class AuthService {
     );
     const token = await em.findOne(RefreshToken, { tokenHash }, { populate: ['session.user', 'session.company'] });
     if (spent !== 1 || !token) {
-      // A client racing itself loses quietly; a token replayed after the grace window is misuse.
+      // A client racing itself loses quietly; a token replayed after the grace window is
+      // taken as stolen: the whole session ends, its newest refresh token and access tokens too.
       const graceMs = this.config.refreshReuseGraceSeconds * 1000;
       if (token?.usedAt && now.getTime() - token.usedAt.getTime() >= graceMs) {
+        await this.revokeSession(token.session.id, token.session.user.id, 'refresh_token_reused');
         await this.audit.record({
           action: 'auth.refresh_token_reused',
           companyId: token.session.company.id,
@@ -141,6 +153,7 @@ export class AuthService {
           meta,
           targetType: 'session',
           targetId: token.session.id,
+          data: { sessionRevoked: true },
         });
       }
       throw new AppError('token_invalid', 'The refresh token is invalid, expired or already used');
@@ -153,7 +166,13 @@ export class AuthService {
     const refreshToken = this.issueRefreshToken(session, now);
     session.lastSeenAt = now;
     await em.flush();
-    const accessToken = await this.tokens.sign({ sub: user.id, cid: session.company.id, role: user.role, sid: session.id });
+    const accessToken = await this.tokens.sign({
+      sub: user.id,
+      cid: session.company.id,
+      role: user.role,
+      sid: session.id,
+      authTime: Math.floor(session.authenticatedAt.getTime() / 1000),
+    });
     return { accessToken, refreshToken };
   }
 

@@ -32,6 +32,7 @@ export interface UserView {
   status: UserStatus;
   createdAt: Date;
   lastLoginAt: Date | null;
+  mfaEnabled: boolean;
   company: CompanyView;
 }
 
@@ -60,6 +61,7 @@ interface ViewerRow {
   prefix: string | null;
   created_at: number;
   last_login_at: number | null;
+  mfa_enabled?: number | null;
   company_id: string;
   company_name: string;
   plan_id: string;
@@ -135,7 +137,7 @@ export class IdentityService {
     const caller = requireAuthenticated(principal);
     if (caller.kind === 'user') {
       const row = this.reads.get<ViewerRow>(
-        `select u.id, u.email, u.name, u.role, u.status, u.created_at, u.last_login_at, ${VIEWER_COLUMNS}
+        `select u.id, u.email, u.name, u.role, u.status, u.created_at, u.last_login_at, u.mfa_enabled, ${VIEWER_COLUMNS}
          from users u join companies c on c.id = u.company_id where u.id = ?`,
         caller.userId,
       );
@@ -149,6 +151,7 @@ export class IdentityService {
         status: row.status!,
         createdAt: new Date(row.created_at),
         lastLoginAt: toDate(row.last_login_at),
+        mfaEnabled: !!row.mfa_enabled,
         company,
       };
       return { role: user.role, authMethod: 'session', company, user, apiKey: null };

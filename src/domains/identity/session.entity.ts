@@ -7,7 +7,7 @@ import { User } from './user.entity';
 @Entity({ tableName: 'sessions' })
 @Index({ properties: ['user', 'revokedAt'] })
 export class Session {
-  [OptionalProps]?: 'id' | 'createdAt' | 'lastSeenAt' | 'revokedAt' | 'revokedReason' | 'ip' | 'userAgent';
+  [OptionalProps]?: 'id' | 'createdAt' | 'lastSeenAt' | 'revokedAt' | 'revokedReason' | 'ip' | 'userAgent' | 'cookieTokenHash';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -43,4 +43,12 @@ export class Session {
 
   @Property({ type: 'string', length: 64, nullable: true })
   revokedReason: string | null = null;
+
+  /**
+   * SHA-256 of the `service_token` cookie of a browser (single sign-on)
+   * session; null for token-only sessions. The cookie is valid as long as the
+   * session: it dies with the session's revocation or expiry.
+   */
+  @Property({ type: 'string', length: 64, nullable: true, unique: true })
+  cookieTokenHash: string | null = null;
 }

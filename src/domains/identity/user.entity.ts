@@ -10,7 +10,8 @@ export type UserStatus = (typeof userStatuses)[number];
 @Entity({ tableName: 'users' })
 @Index({ properties: ['company', 'createdAt'] })
 export class User {
-  [OptionalProps]?: 'id' | 'createdAt' | 'updatedAt' | 'status' | 'isSuperadmin' | 'name' | 'lastLoginAt';
+  [OptionalProps]?: 'id' | 'createdAt' | 'updatedAt' | 'status' | 'isSuperadmin' | 'name' | 'lastLoginAt'
+    | 'mfaEnabled' | 'mfaEnabledAt' | 'mfaSecret' | 'mfaPendingSecret' | 'mfaLastStep';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -46,4 +47,23 @@ export class User {
 
   @Property({ type: 'datetime', nullable: true })
   lastLoginAt: Date | null = null;
+
+  /** TOTP second factor (mfa.service.ts): on only once a code confirmed the secret. */
+  @Property({ type: 'boolean' })
+  mfaEnabled: boolean = false;
+
+  @Property({ type: 'datetime', nullable: true })
+  mfaEnabledAt: Date | null = null;
+
+  /** The TOTP secret, sealed by the secret box (AES-256-GCM, context `mfa:<user id>`). */
+  @Property({ type: 'string', length: 512, nullable: true, hidden: true })
+  mfaSecret: string | null = null;
+
+  /** A secret from MFA setup awaiting its first code, sealed like mfaSecret. */
+  @Property({ type: 'string', length: 512, nullable: true, hidden: true })
+  mfaPendingSecret: string | null = null;
+
+  /** The last TOTP time step accepted; advanced by a conditional UPDATE, so a code works once. */
+  @Property({ type: 'integer' })
+  mfaLastStep: number = 0;
 }

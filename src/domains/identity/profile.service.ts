@@ -1,0 +1,61 @@
+import type { Orm } from '../../db/orm';
+import type { EventBus } from '../../events/event-bus';
+import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { requireUser } from '../../auth/policy';
+import type { Principal, RequestMeta } from '../../auth/principal';
+import { currentEm } from '../../db/unit-of-work';
+import type { AuditService } from '../audit/audit.service';
+import { User } from './user.entity';
+
+export const MAX_NAME_LENGTH = 200;
+
+export interface ProfileChanges {
+  /** 1 to 200 characters once trimmed; null clears it; undefined leaves it. */
+  name?: string | null;
+}
+
+/** What signed-in users may change about themselves. Company API keys have no profile. */
+export class ProfileService {
+  constructor(
+    private readonly orm: Orm,
+    private readonly bus: EventBus,
+    private readonly audit: AuditService,
+  ) {}
+
+  async update(principal: Principal, changes: ProfileChanges, meta: RequestMeta): Promise<User> {
+    const caller = requireUser(principal);
+    const name = normalizeName(changes.name);
+    const em = currentEm(this.orm);
+    const user = await em.findOne(User, { id: caller.userId });
+    if (!user) throw new AppError('token_invalid', 'The user of this token no longer exists');
+    if (name === undefined || name === user.name) return user;
+
+    user.name = name;
+    await em.flush();
+    this.bus.publish('user.changed', { userId: user.id });
+    await this.audit.record({
+      action: 'user.profile_updated',
+      companyId: caller.companyId,
+      principal: caller,
+      meta,
+      targetType: 'user',
+      targetId: user.id,
+      data: { fields: ['name'] },
+    });
+    return user;
+  }
+}
+
+function normalizeName(name: string | null | undefined): string | null | undefined {
+  if (name === undefined || name === null) return name;
+  const trimmed = name.trim();
+  // Counted in characters (code points), not UTF-16 units.
+  const length = [...trimmed].length;
+  const issues: ValidationIssue[] = [];
+  if (length < 1) issues.push({ loc: ['body', 'name'], msg: 'must not be empty; send null to clear the name', type: 'string_too_short' });
+  if (length > MAX_NAME_LENGTH) {
+    issues.push({ loc: ['body', 'name'], msg: `must be at most ${MAX_NAME_LENGTH} characters`, type: 'string_too_long' });
+  }
+  if (issues.length) throw AppError.validation(issues);
+  return trimmed;
+}

@@ -1,0 +1,118 @@
+import type { FilterQuery } from '@mikro-orm/core';
+import type { Orm } from '../../db/orm';
+import type { EventBus } from '../../events/event-bus';
+import { AppError } from '../../errors/catalog';
+import { requireUser } from '../../auth/policy';
+import type { Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
+import { currentEm } from '../../db/unit-of-work';
+import type { AuditService, Page } from '../audit/audit.service';
+import { Session } from './session.entity';
+import { describeUserAgent } from './user-agent';
+
+/** Default page size of a session list (as the spec's session listings). */
+export const SESSIONS_PER_PAGE = 50;
+
+/** One active session of the caller, as their session list shows it. */
+export interface SessionView {
+  id: string;
+  /** Browser and OS family (or tool name) derived from the user agent; null when unknown. */
+  device: string | null;
+  userAgent: string | null;
+  ip: string | null;
+  createdAt: Date;
+  /** Updated at most once a minute while the session is used (see AuthService). */
+  lastSeenAt: Date;
+  /** The session of the access token making this request. */
+  current: boolean;
+}
+
+/**
+ * A signed-in user's own sessions: list them, end one, end all. A session is
+ * active while it is neither revoked nor past its refresh chain's expiry. Every
+ * revocation publishes `session.revoked`, which drops the cached credential
+ * (its access tokens fail on the next request) and closes its WebSockets.
+ * Company API keys have no sessions and are refused (403 forbidden).
+ */
+export class SessionService {
+  constructor(
+    private readonly orm: Orm,
+    private readonly bus: EventBus,
+    private readonly audit: AuditService,
+  ) {}
+
+  /** The caller's active sessions, newest first. */
+  async list(principal: Principal, options: { page: number; perPage: number }): Promise<Page<SessionView>> {
+    const caller = requireUser(principal);
+    const [sessions, total] = await currentEm(this.orm).findAndCount(Session, this.activeOf(caller), {
+      orderBy: { createdAt: 'desc', id: 'desc' },
+      limit: options.perPage,
+      offset: (options.page - 1) * options.perPage,
+    });
+    const items = sessions.map((s) => ({
+      id: s.id,
+      device: describeUserAgent(s.userAgent),
+      userAgent: s.userAgent,
+      ip: s.ip,
+      createdAt: s.createdAt,
+      lastSeenAt: s.lastSeenAt,
+      current: s.id === caller.sessionId,
+    }));
+    return { items, page: options.page, perPage: options.perPage, total };
+  }
+
+  /**
+   * Ends one of the caller's active sessions (the current one included). Any
+   * other id (another user's, another company's, revoked, expired, unknown)
+   * answers 404 not_found, never a hint that it exists.
+   */
+  async revoke(principal: Principal, sessionId: string, meta: RequestMeta): Promise<void> {
+    const caller = requireUser(principal);
+    const [revoked] = await this.revokeWhere(caller, { id: sessionId }, 'revoked_by_user');
+    if (!revoked) throw new AppError('not_found', 'No active session of yours has this id');
+    await this.audit.record({
+      action: 'session.revoked',
+      companyId: caller.companyId,
+      principal: caller,
+      meta,
+      targetType: 'session',
+      targetId: revoked,
+      data: { current: revoked === caller.sessionId },
+    });
+  }
+
+  /** Ends every active session of the caller, the current one included; returns how many. */
+  async revokeAll(principal: Principal, meta: RequestMeta): Promise<number> {
+    const caller = requireUser(principal);
+    const revoked = await this.revokeWhere(caller, {}, 'revoked_all');
+    await this.audit.record({
+      action: 'session.revoked_all',
+      companyId: caller.companyId,
+      principal: caller,
+      meta,
+      targetType: 'user',
+      targetId: caller.userId,
+      data: { count: revoked.length },
+    });
+    return revoked.length;
+  }
+
+  private activeOf(caller: UserPrincipal): FilterQuery<Session> {
+    return { user: caller.userId, company: caller.companyId, revokedAt: null, expiresAt: { $gt: new Date() } };
+  }
+
+  /**
+   * One conditional UPDATE … RETURNING, so of two concurrent revocations each
+   * session is counted and announced once.
+   */
+  private async revokeWhere(caller: UserPrincipal, where: FilterQuery<Session>, reason: string): Promise<string[]> {
+    const rows: { id: string }[] = await currentEm(this.orm)
+      .createQueryBuilder(Session)
+      .update({ revokedAt: new Date(), revokedReason: reason })
+      .where({ $and: [this.activeOf(caller), where] })
+      .returning('id')
+      .execute('all');
+    const ids = rows.map((row) => row.id);
+    for (const sessionId of ids) this.bus.publish('session.revoked', { sessionId, userId: caller.userId });
+    return ids;
+  }
+}

@@ -1,0 +1,43 @@
+import { Entity, Index, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+
+/**
+ * One single sign-on attempt between `GET /auth/{provider}/start` and its
+ * callback. Only the SHA-256 of the `state` (the CSRF nonce) is kept; the row
+ * lives 300 seconds and is spent by one conditional UPDATE of `usedAt`, so a
+ * state works once. The nonce and PKCE verifier are useless without the
+ * authorization code, which never reaches the database.
+ */
+@Entity({ tableName: 'sso_states' })
+@Index({ properties: ['expiresAt'] })
+export class SsoState {
+  [OptionalProps]?: 'id' | 'createdAt' | 'usedAt' | 'redirectUri';
+
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @Property({ type: 'string', length: 64, unique: true })
+  stateHash!: string;
+
+  @Property({ type: 'string', length: 32 })
+  provider!: string;
+
+  @Property({ type: 'string', length: 128 })
+  nonce!: string;
+
+  @Property({ type: 'string', length: 128 })
+  codeVerifier!: string;
+
+  /** Where to send the browser after success (an allow-listed value), or null for /app. */
+  @Property({ type: 'string', length: 2048, nullable: true })
+  redirectUri: string | null = null;
+
+  @Property({ type: 'datetime' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'datetime' })
+  expiresAt!: Date;
+
+  @Property({ type: 'datetime', nullable: true })
+  usedAt: Date | null = null;
+}

@@ -1,0 +1,84 @@
+import type { Orm } from '../../db/orm';
+import { AppError } from '../../errors/catalog';
+import { verifyPassword } from '../../auth/password';
+import { requireAuthenticated } from '../../auth/policy';
+import { requireRecentAuthentication, STEP_UP_MAX_AGE_SECONDS } from '../../auth/step-up';
+import type { AccessTokens } from '../../auth/tokens';
+import type { Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
+import { currentEm } from '../../db/unit-of-work';
+import type { AuditService } from '../audit/audit.service';
+import type { MfaService } from './mfa.service';
+import { Session } from './session.entity';
+import { User } from './user.entity';
+
+export interface StepUpResult {
+  /** A new access token for the same session, with `auth_time` = the step-up. */
+  accessToken: string;
+  /** When the session was last authenticated: now. */
+  authenticatedAt: Date;
+  /** Until when sensitive operations are allowed without another step-up. */
+  stepUpExpiresAt: Date;
+}
+
+/**
+ * Step-up: a signed-in user proves again who they are (password, and a second
+ * factor when MFA is on). The session's `authenticated_at` is the source of
+ * truth that `requireRecentAuthentication` reads.
+ */
+export class StepUpService {
+  constructor(
+    private readonly orm: Orm,
+    private readonly audit: AuditService,
+    private readonly tokens: AccessTokens,
+    private readonly mfa: MfaService,
+  ) {}
+
+  async stepUp(principal: Principal, input: { password: string; totpCode?: string | null }, meta: RequestMeta): Promise<StepUpResult> {
+    const caller = requireAuthenticated(principal);
+    if (caller.kind !== 'user') {
+      throw new AppError('bad_request', 'An API key has no session and no password to step up with; step-up is for signed-in users');
+    }
+    const em = currentEm(this.orm);
+    const user = await em.findOne(User, { id: caller.userId }, { populate: ['company'], refresh: true });
+    if (!user || user.status !== 'active') throw new AppError('token_invalid', 'The user of this token no longer exists or is suspended');
+    if (!(await verifyPassword(input.password, user.passwordHash))) {
+      await this.audit.record({
+        action: 'auth.step_up_failed',
+        companyId: caller.companyId,
+        principal,
+        meta,
+        targetType: 'session',
+        targetId: caller.sessionId,
+        data: { reason: 'invalid_credentials' },
+      });
+      throw new AppError('invalid_credentials', 'The password is incorrect');
+    }
+    await this.mfa.checkSecondFactor(user, input.totpCode, meta, 'step_up');
+
+    const now = new Date();
+    const updated = await em.nativeUpdate(Session, { id: caller.sessionId, revokedAt: null }, { authenticatedAt: now });
+    if (updated !== 1) throw new AppError('token_invalid', 'The session of this access token has ended');
+    const accessToken = await this.tokens.sign({
+      sub: user.id,
+      cid: caller.companyId,
+      role: user.role,
+      sid: caller.sessionId,
+      authTime: Math.floor(now.getTime() / 1000),
+    });
+    await this.audit.record({
+      action: 'auth.step_up',
+      companyId: caller.companyId,
+      principal,
+      meta,
+      targetType: 'session',
+      targetId: caller.sessionId,
+      data: { mfa: user.mfaEnabled },
+    });
+    return { accessToken, authenticatedAt: now, stepUpExpiresAt: new Date(now.getTime() + STEP_UP_MAX_AGE_SECONDS * 1000) };
+  }
+
+  /** See `requireRecentAuthentication` in src/auth/step-up.ts: 403 `step_up_required` unless authenticated within 5 minutes. */
+  requireRecentAuthentication(principal: Principal): Promise<UserPrincipal> {
+    return requireRecentAuthentication(this.orm, principal);
+  }
+}

@@ -1,0 +1,20 @@
+import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
+import type { GraphQLContext } from '../context';
+import { UserType } from './types';
+
+@InputType('UpdateProfileInput')
+export class UpdateProfileInput {
+  @Field(() => String, {
+    nullable: true,
+    description: 'Display name, 1 to 200 characters once trimmed; null clears it; omitted leaves it unchanged',
+  })
+  name?: string | null;
+}
+
+@Resolver()
+export class ProfileResolver {
+  @Mutation(() => UserType, { description: "Updates the signed-in caller's own profile; a company API key has none (forbidden)" })
+  updateMyProfile(@Arg('input', () => UpdateProfileInput) input: UpdateProfileInput, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.profiles.update(ctx.principal, { name: input.name }, ctx.meta);
+  }
+}

@@ -1,0 +1,23 @@
+import { Field, Int, ObjectType, type ClassType } from 'type-graphql';
+
+/**
+ * The one pagination envelope of Atrium's lists, as GraphQL sees it:
+ * { items, page, perPage, total } (REST: items, page, per_page, total + Link).
+ */
+export function PageType<T extends object>(item: ClassType<T>, name: string) {
+  @ObjectType(name)
+  class Page {
+    @Field(() => [item])
+    items!: T[];
+
+    @Field(() => Int)
+    page!: number;
+
+    @Field(() => Int)
+    perPage!: number;
+
+    @Field(() => Int)
+    total!: number;
+  }
+  return Page;
+}
