@@ -104,6 +104,7 @@ export function buildOpenApi(publicUrl: string, routes: RestRoute[] = routeTable
     tags: [
       { name: 'Platform', description: 'Health, model catalog and documentation feedback' },
       { name: 'Authentication', description: 'Sign-in, tokens and the caller profile' },
+      { name: 'Administration', description: 'Company administration by owners, admins and company API keys' },
     ],
     paths,
     components: {

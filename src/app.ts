@@ -54,6 +54,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   app.setValidatorCompiler(validatorCompilers());
   app.decorate('services', services);
   services.mailer.useLogger(app.log);
+  services.passwordReset.useLogger(app.log);
   app.addHook('onClose', async () => services.close());
   // The access log costs a hook per request; skip it when its level is off.
   if (['trace', 'debug', 'info'].includes(app.log.level)) {

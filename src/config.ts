@@ -1,6 +1,12 @@
 import path from 'node:path';
 import { parseKeyring } from './crypto/secret-box';
 import { loadSsoConfig, type SsoConfig } from './domains/identity/sso.config';
+import {
+  loadLoginThrottleConfig,
+  loadPasswordResetConfig,
+  type LoginThrottleConfig,
+  type PasswordResetConfig,
+} from './domains/identity/account-security.config';
 
 /**
  * Every setting Atrium reads, with its default. The README's configuration table
@@ -47,8 +53,18 @@ export interface Config {
   mailFrom: string;
   /** Seconds between automatic retries of failed mail; 0 turns them off. */
   mailRetrySeconds: number;
+  /** How long an email-change confirmation link stays valid (EMAIL_CHANGE_TOKEN_TTL_MINUTES). */
+  emailChangeTokenTtlMinutes: number;
+  /** Days between an account-deletion request and its execution (ACCOUNT_DELETION_GRACE_DAYS). */
+  accountDeletionGraceDays: number;
+  /** Seconds between sweeps that execute due account deletions; 0 turns the sweep off (ACCOUNT_DELETION_INTERVAL_SECONDS). */
+  accountDeletionIntervalSeconds: number;
   /** Single sign-on providers and the start endpoint's redirect_uri allow-list (SSO_*). */
   sso: SsoConfig;
+  /** Per-address delays and lock after failed password logins (LOGIN_*). */
+  loginThrottle: LoginThrottleConfig;
+  /** Password reset links: lifetime and mails per user and hour (PASSWORD_RESET_*). */
+  passwordReset: PasswordResetConfig;
 }
 
 export interface RateLimitConfig {
@@ -157,7 +173,12 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     smtpUrl: smtpUrl(env),
     mailFrom: mailFrom(env),
     mailRetrySeconds: int(env, 'MAIL_RETRY_SECONDS', 300),
+    emailChangeTokenTtlMinutes: int(env, 'EMAIL_CHANGE_TOKEN_TTL_MINUTES', 24 * 60, 1),
+    accountDeletionGraceDays: int(env, 'ACCOUNT_DELETION_GRACE_DAYS', 14),
+    accountDeletionIntervalSeconds: int(env, 'ACCOUNT_DELETION_INTERVAL_SECONDS', 3600),
     sso: loadSsoConfig(env),
+    loginThrottle: loadLoginThrottleConfig(env),
+    passwordReset: loadPasswordResetConfig(env),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < 32) {
     throw new Error('JWT_SECRET must be at least 32 bytes');

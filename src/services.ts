@@ -23,6 +23,10 @@ import { PlanService, type PlanSeed } from './domains/billing/plan.service';
 import { FeedbackService } from './domains/feedback/feedback.service';
 import { HealthService } from './domains/health.service';
 import { Mailer, stderrLogger } from './mail/mailer';
+import { LoginThrottleService, loginThrottleKey } from './domains/identity/login-throttle.service';
+import { PasswordResetService } from './domains/identity/password-reset.service';
+import { EmailChangeService } from './domains/identity/email-change.service';
+import { AccountDeletionService } from './domains/identity/account-deletion.service';
 
 /** The composition root: every core service, wired once per process. */
 export interface Services {
@@ -40,6 +44,10 @@ export interface Services {
   /** AES-256-GCM for secrets at rest (ENCRYPTION_KEYS or a key generated into DATA_DIR). */
   secretBox: SecretBox;
   sessions: SessionService;
+  /** Per-address delays and lock after failed password logins; admin unlock. */
+  loginThrottle: LoginThrottleService;
+  /** Password reset by a single-use mailed link (public request and confirm; `sendResetFor` for admins). */
+  passwordReset: PasswordResetService;
   profiles: ProfileService;
   /** The `service_token` browser-session cookie (issued by single sign-on). */
   sessionCookies: SessionCookieService;
@@ -51,6 +59,10 @@ export interface Services {
   health: HealthService;
   /** Outgoing mail: SMTP with an outbox table in front (src/mail). */
   mailer: Mailer;
+  /** Changing a user's email: request (step-up), confirmation link to the new address. */
+  emailChange: EmailChangeService;
+  /** Self-service account deletion after a grace period; `executeDue` runs on a timer. */
+  accountDeletion: AccountDeletionService;
   close(): Promise<void>;
 }
 
@@ -79,6 +91,10 @@ export async function createServices(config: Config): Promise<Services> {
   const mailer = new Mailer(orm, { smtpUrl: config.smtpUrl, from: config.mailFrom, logger: stderrLogger(config.logLevel) });
   const tokens = new AccessTokens(secrets.jwtSecret, config.accessTokenTtlSeconds, config.publicUrl);
   const mfa = new MfaService(orm, audit, secretBox);
+  const loginThrottle = new LoginThrottleService(orm, config.loginThrottle, audit, loginThrottleKey(secrets.ipHashSalt));
+  const sessions = new SessionService(orm, bus, audit);
+  const passwordReset = new PasswordResetService(orm, config, bus, audit, mailer, sessions, loginThrottle, stderrLogger(config.logLevel));
+  const accountDeletion = new AccountDeletionService(orm, config, bus, audit, mailer);
   const sessionCookies = new SessionCookieService(orm, bus);
   let sso: SsoService | undefined;
   const services: Services = {
@@ -87,24 +103,30 @@ export async function createServices(config: Config): Promise<Services> {
     bus,
     audit,
     identity: new IdentityService(orm, reads, config, audit),
-    auth: new AuthService(orm, config, bus, audit, tokens, mfa),
+    auth: new AuthService(orm, config, bus, audit, tokens, mfa, loginThrottle),
     apiKeys: new ApiKeyService(orm, audit),
     mfa,
     stepUp: new StepUpService(orm, audit, tokens, mfa),
     secretBox,
-    sessions: new SessionService(orm, bus, audit),
+    sessions,
+    loginThrottle,
+    passwordReset,
     profiles: new ProfileService(orm, bus, audit),
     sessionCookies,
-    // Built on first use: it signs in through `auth`, a sibling in this object.
+    // Built on first use: it signs in through `auth` (and checks MFA, steps up) through siblings in this object.
     get sso(): SsoService {
-      return (sso ??= new SsoService(orm, config, audit, this.auth, sessionCookies));
+      return (sso ??= new SsoService(orm, config, audit, this.auth, sessionCookies, this.mfa, this.stepUp));
     },
     catalog: new CatalogService(orm, reads),
     plans: new PlanService(orm, reads),
     feedback: new FeedbackService(orm, secrets.ipHashSalt),
     health: new HealthService(reads),
     mailer,
+    emailChange: new EmailChangeService(orm, config, bus, audit, mailer),
+    accountDeletion,
     close: async () => {
+      await passwordReset.idle();
+      await accountDeletion.stop();
       await mailer.close();
       reads.close();
       await orm.close();
@@ -119,5 +141,7 @@ export async function createServices(config: Config): Promise<Services> {
   });
   // Failed mail is retried in the background while the process runs (no-op without SMTP).
   mailer.startRetrying(config.mailRetrySeconds);
+  // Due account deletions are executed in the background (0: off; unref'd, stopped by close()).
+  accountDeletion.start(config.accountDeletionIntervalSeconds);
   return services;
 }

@@ -18,6 +18,7 @@ export interface ViewerData {
     createdAt: string;
     lastLoginAt: string | null;
     mfaEnabled: boolean;
+    deletionScheduledFor: string | null;
   };
   apiKey: null | { id: string; name: string; prefix: string; createdAt: string };
 }
@@ -26,7 +27,7 @@ export interface ViewerData {
  * GET and PATCH /me/profile answer the same body: a field of the profile goes
  * into these selections, profileResponse and profileBody once.
  */
-export const PROFILE_USER_FIELDS = 'id email name status createdAt lastLoginAt mfaEnabled';
+export const PROFILE_USER_FIELDS = 'id email name status createdAt lastLoginAt mfaEnabled deletionScheduledFor';
 export const PROFILE_COMPANY_FIELDS = 'company { id name plan { id name monthlyCredits } }';
 
 export const profileResponse: JsonSchema = {
@@ -55,6 +56,10 @@ export const profileResponse: JsonSchema = {
     created_at: nullable('string', { format: 'date-time' }),
     last_login_at: nullable('string', { format: 'date-time' }),
     mfa_enabled: nullable('boolean', { description: 'Whether login needs a TOTP code; null for an API key' }),
+    deletion_scheduled_for: nullable('string', {
+      format: 'date-time',
+      description: 'When the requested deletion of the account runs unless cancelled (DELETE /me/deletion); null when none is scheduled or for an API key',
+    }),
     api_key: {
       type: ['object', 'null'],
       required: ['id', 'name', 'prefix', 'created_at'],
@@ -80,6 +85,7 @@ export function profileBody(me: ViewerData) {
     created_at: user?.createdAt ?? null,
     last_login_at: user?.lastLoginAt ?? null,
     mfa_enabled: user?.mfaEnabled ?? null,
+    deletion_scheduled_for: user?.deletionScheduledFor ?? null,
     api_key: apiKey ? { id: apiKey.id, name: apiKey.name, prefix: apiKey.prefix, created_at: apiKey.createdAt } : null,
   };
 }

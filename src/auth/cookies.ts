@@ -2,6 +2,11 @@
 export const SESSION_COOKIE = 'service_token';
 /** Binds a single sign-on attempt to the browser that started it (holds the `state`, 300 s). */
 export const SSO_STATE_COOKIE = 'atrium_sso_state';
+/**
+ * Binds a single sign-on MFA challenge to the browser the provider sent back
+ * (holds the challenge, 300 s; sent only to `/auth/sso/mfa`).
+ */
+export const SSO_MFA_COOKIE = 'atrium_sso_mfa';
 
 /** The value of cookie `name` in a Cookie header, or undefined (an empty value counts as absent). */
 export function readCookie(header: string | undefined, name: string): string | undefined {

@@ -13,7 +13,8 @@ export function assertRecentAuthentication(authenticatedAt: Date, now: number = 
   throw new AppError(
     'step_up_required',
     `This operation needs an authentication within the last ${STEP_UP_MAX_AGE_SECONDS / 60} minutes: ` +
-      'confirm your password (and MFA code) with POST /auth/step-up or the stepUp mutation, then retry',
+      'confirm your password (and MFA code) with POST /auth/step-up or the stepUp mutation (a single sign-on account: ' +
+      'GET /auth/{provider}/start?intent=step_up), then retry',
     { extra: { max_age_seconds: STEP_UP_MAX_AGE_SECONDS } },
   );
 }

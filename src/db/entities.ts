@@ -12,6 +12,9 @@ import { MailOutbox } from '../mail/outbox.entity';
 import { SsoState } from '../domains/identity/sso-state.entity';
 import { UserIdentity } from '../domains/identity/user-identity.entity';
 import { Invitation } from '../domains/identity/invitation.entity';
+import { LoginThrottle } from '../domains/identity/login-throttle.entity';
+import { OneTimeToken } from '../domains/identity/one-time-token.entity';
+import { SsoMfaChallenge } from '../domains/identity/sso-mfa-challenge.entity';
 
 /** Every entity the ORM maps; migrations must match this list (a test checks). */
-export const entities = [Company, User, Session, RefreshToken, ApiKey, AuditEvent, Model, Plan, DocsFeedback, MailOutbox, MfaRecoveryCode, SsoState, UserIdentity, Invitation];
+export const entities = [Company, User, Session, RefreshToken, ApiKey, AuditEvent, Model, Plan, DocsFeedback, MailOutbox, MfaRecoveryCode, SsoState, UserIdentity, Invitation, SsoMfaChallenge, LoginThrottle, OneTimeToken];

@@ -20,6 +20,10 @@ const operationClasses: Record<string, RateLimitClass> = {
   logout: 'auth',
   stepUp: 'auth',
   verifyMfa: 'auth',
+  requestPasswordReset: 'auth',
+  resetPassword: 'auth',
+  requestEmailChange: 'auth',
+  confirmEmailChange: 'auth',
   submitDocsFeedback: 'feedback',
 };
 

@@ -172,3 +172,21 @@ export function accountDeleted(input: { name?: string | null } = {}): MailConten
     intro: [`Your ${PRODUCT} account and its data have been deleted, as requested.`, 'Thank you for having used it.'],
   });
 }
+
+/** To the current address when a change of the account's email to `newEmail` is requested. */
+export function emailChangeRequested(input: { name?: string | null; newEmail: string; expiresInMinutes: number }): MailContent {
+  return render({
+    template: 'email_change_requested',
+    subject: `Your ${PRODUCT} email address is being changed`,
+    name: input.name,
+    intro: [
+      `Someone signed in to your ${PRODUCT} account asked to change its email address to ${oneLine(input.newEmail, 320)}.`,
+      `The change takes effect only when the link sent to that address is opened (within ${formatDuration(input.expiresInMinutes)}). ` +
+        'Until then this address stays the one you sign in with.',
+    ],
+    outro: [
+      'If you did not ask for this, sign in now and cancel the change in your account settings, then change your password ' +
+        'and end your other sessions.',
+    ],
+  });
+}

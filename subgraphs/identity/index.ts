@@ -4,10 +4,12 @@ import { AuthResolver, UserResolver } from './identity.resolver';
 import { SessionResolver } from './session.resolver';
 import { ProfileResolver } from './profile.resolver';
 import { MfaResolver } from './mfa.resolver';
+import { PasswordResolver } from './password.resolver';
+import { AccountResolver } from './account.resolver';
 
 export const identitySubgraph: SubgraphDefinition = {
   name: 'identity',
-  resolvers: [AuthResolver, UserResolver, SessionResolver, ProfileResolver, MfaResolver],
+  resolvers: [AuthResolver, UserResolver, SessionResolver, ProfileResolver, MfaResolver, AccountResolver, PasswordResolver],
   references: {
     // A gateway may ask for any key; answer only inside the caller's company.
     Company: (ref: { id: string }, ctx: GraphQLContext) =>

@@ -58,6 +58,12 @@ export class UserType {
 
   @Field({ description: 'Whether login needs a second factor (TOTP or a recovery code)' })
   mfaEnabled!: boolean;
+
+  @Field(() => Date, {
+    nullable: true,
+    description: 'When the requested deletion of this account runs unless cancelled (cancelAccountDeletion); null when none is scheduled',
+  })
+  deletionScheduledFor!: Date | null;
 }
 
 @ObjectType('ApiKeyCredential', { description: 'The company API key a request was made with' })

@@ -3,6 +3,9 @@ import { Migration20261122000000Initial } from './Migration20261122000000-initia
 import { Migration20261122100000MailOutbox } from './Migration20261122100000-mail-outbox';
 import { Migration20261122100100Mfa } from './Migration20261122100100-mfa';
 import { Migration20261122100200Sso } from './Migration20261122100200-sso';
+import { Migration20261122100300LoginThrottlePasswordReset } from './Migration20261122100300-login-throttle-password-reset';
+import { Migration20261122100400EmailChangeDeletion } from './Migration20261122100400-email-change-deletion';
+import { Migration20261122100500SsoMfa } from './Migration20261122100500-sso-mfa';
 
 /** Applied in order on start; never edit a migration that has shipped. */
 export const migrationsList: MigrationObject[] = [
@@ -10,4 +13,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122100000MailOutbox', class: Migration20261122100000MailOutbox },
   { name: 'Migration20261122100100Mfa', class: Migration20261122100100Mfa },
   { name: 'Migration20261122100200Sso', class: Migration20261122100200Sso },
+  { name: 'Migration20261122100300LoginThrottlePasswordReset', class: Migration20261122100300LoginThrottlePasswordReset },
+  { name: 'Migration20261122100400EmailChangeDeletion', class: Migration20261122100400EmailChangeDeletion },
+  { name: 'Migration20261122100500SsoMfa', class: Migration20261122100500SsoMfa },
 ];

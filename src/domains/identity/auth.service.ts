@@ -8,6 +8,7 @@ import { requireAuthenticated } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
 import type { AuditService } from '../audit/audit.service';
 import type { MfaService } from './mfa.service';
+import type { LoginThrottleService } from './login-throttle.service';
 import { ApiKey } from './api-key.entity';
 import { RefreshToken } from './refresh-token.entity';
 import { Session } from './session.entity';
@@ -53,6 +54,7 @@ export class AuthService {
     private readonly audit: AuditService,
     readonly tokens: AccessTokens,
     private readonly mfa: MfaService,
+    private readonly loginThrottle: LoginThrottleService,
   ) {
     bus.subscribe('session.revoked', ({ sessionId }) => this.sessions.delete(sessionId));
     bus.subscribe('user.changed', ({ userId }) => {
@@ -65,6 +67,9 @@ export class AuthService {
     const email = normalizeEmail(input.email);
     const em = currentEm(this.orm);
     const user = await em.findOne(User, { email }, { populate: ['company'] });
+    // Per-address brute-force guard before any password work: a delayed or locked email,
+    // known or not, is refused alike (429) without the password being tried.
+    const attempt = await this.loginThrottle.begin(email, user?.company.id ?? null, meta);
     // Same work whether or not the email exists: no user enumeration by timing.
     this.dummyHash ??= dummyPasswordHash(this.config.scryptCost);
     const ok = await verifyPassword(input.password, user?.passwordHash ?? (await this.dummyHash));
@@ -74,10 +79,12 @@ export class AuthService {
         companyId: user?.company.id ?? null,
         actor: { actorType: 'anonymous', actorId: null, actorLabel: email },
         meta,
-        data: { reason: 'invalid_credentials' },
+        data: { reason: 'invalid_credentials', failures: attempt.failures },
       });
+      await attempt.failed(); // throws account_locked when this failure locks the address
       throw new AppError('invalid_credentials', 'Email or password is incorrect');
     }
+    await attempt.succeeded();
     // Only after the password: mfa_required never tells a guesser that an email exists.
     await this.mfa.checkSecondFactor(user, input.totpCode, meta, 'login');
     if (user.status !== 'active') {

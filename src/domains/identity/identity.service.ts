@@ -33,6 +33,8 @@ export interface UserView {
   createdAt: Date;
   lastLoginAt: Date | null;
   mfaEnabled: boolean;
+  /** When a requested deletion of the account runs; null when none is scheduled. */
+  deletionScheduledFor: Date | null;
   company: CompanyView;
 }
 
@@ -62,6 +64,7 @@ interface ViewerRow {
   created_at: number;
   last_login_at: number | null;
   mfa_enabled?: number | null;
+  deletion_scheduled_for?: number | null;
   company_id: string;
   company_name: string;
   plan_id: string;
@@ -137,7 +140,7 @@ export class IdentityService {
     const caller = requireAuthenticated(principal);
     if (caller.kind === 'user') {
       const row = this.reads.get<ViewerRow>(
-        `select u.id, u.email, u.name, u.role, u.status, u.created_at, u.last_login_at, u.mfa_enabled, ${VIEWER_COLUMNS}
+        `select u.id, u.email, u.name, u.role, u.status, u.created_at, u.last_login_at, u.mfa_enabled, u.deletion_scheduled_for, ${VIEWER_COLUMNS}
          from users u join companies c on c.id = u.company_id where u.id = ?`,
         caller.userId,
       );
@@ -152,6 +155,7 @@ export class IdentityService {
         createdAt: new Date(row.created_at),
         lastLoginAt: toDate(row.last_login_at),
         mfaEnabled: !!row.mfa_enabled,
+        deletionScheduledFor: toDate(row.deletion_scheduled_for ?? null),
         company,
       };
       return { role: user.role, authMethod: 'session', company, user, apiKey: null };

@@ -52,8 +52,8 @@ export interface MfaStatus {
   enabledAt: Date | null;
 }
 
-/** Where a second factor is checked, for the audit trail. */
-export type SecondFactorContext = 'login' | 'step_up';
+/** Where a second factor is checked, for the audit trail (`sso_*`: after a single sign-on, POST /auth/sso/mfa). */
+export type SecondFactorContext = 'login' | 'step_up' | 'sso_login' | 'sso_step_up';
 
 /**
  * TOTP second factor: enrolment (setup, then verify), the check at login and

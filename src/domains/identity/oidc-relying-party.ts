@@ -89,8 +89,12 @@ export class OidcRelyingParty {
 
   constructor(private readonly settings: RelyingPartySettings) {}
 
-  /** A fresh state, nonce and PKCE pair, and the provider's authorization URL carrying them. */
-  async authorizationRequest(redirectUri: string): Promise<AuthorizationRequest> {
+  /**
+   * A fresh state, nonce and PKCE pair, and the provider's authorization URL
+   * carrying them. `reauthenticate` asks the provider to make the user sign in
+   * again now (`prompt=login`, `max_age=0`) instead of reusing its session.
+   */
+  async authorizationRequest(redirectUri: string, options: { reauthenticate?: boolean } = {}): Promise<AuthorizationRequest> {
     const discovered = await this.discover();
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
@@ -104,6 +108,7 @@ export class OidcRelyingParty {
       nonce,
       code_challenge: codeChallenge,
       code_challenge_method: 'S256',
+      ...(options.reauthenticate ? { prompt: 'login', max_age: '0' } : {}),
     });
     return { url: url.href, state, nonce, codeVerifier };
   }

@@ -96,6 +96,24 @@ export class SessionService {
     return revoked.length;
   }
 
+  /**
+   * Ends every active session of a user, whoever asks (password reset; the
+   * administrators' force-logout): authorize before calling. Publishes
+   * `session.revoked` for each, so cached credentials, cookies and sockets
+   * stop at once. Returns the ids of the sessions ended.
+   */
+  async revokeAllOfUser(userId: string, reason: string): Promise<string[]> {
+    const rows: { id: string }[] = await currentEm(this.orm)
+      .createQueryBuilder(Session)
+      .update({ revokedAt: new Date(), revokedReason: reason })
+      .where({ user: userId, revokedAt: null, expiresAt: { $gt: new Date() } })
+      .returning('id')
+      .execute('all');
+    const ids = rows.map((row) => row.id);
+    for (const sessionId of ids) this.bus.publish('session.revoked', { sessionId, userId });
+    return ids;
+  }
+
   private activeOf(caller: UserPrincipal): FilterQuery<Session> {
     return { user: caller.userId, company: caller.companyId, revokedAt: null, expiresAt: { $gt: new Date() } };
   }

@@ -54,25 +54,38 @@ export class StepUpService {
       throw new AppError('invalid_credentials', 'The password is incorrect');
     }
     await this.mfa.checkSecondFactor(user, input.totpCode, meta, 'step_up');
+    return this.recordAuthentication({ sessionId: caller.sessionId, companyId: caller.companyId }, user, meta);
+  }
 
+  /**
+   * Records that `user` has just proved who they are on `session` (the
+   * password above, or the identity provider through SsoService): the
+   * session's `authenticated_at` becomes now, audited `auth.step_up`.
+   */
+  async recordAuthentication(
+    session: { sessionId: string; companyId: string },
+    user: User,
+    meta: RequestMeta,
+    auditData: Record<string, unknown> = {},
+  ): Promise<StepUpResult> {
     const now = new Date();
-    const updated = await em.nativeUpdate(Session, { id: caller.sessionId, revokedAt: null }, { authenticatedAt: now });
+    const updated = await currentEm(this.orm).nativeUpdate(Session, { id: session.sessionId, revokedAt: null }, { authenticatedAt: now });
     if (updated !== 1) throw new AppError('token_invalid', 'The session of this access token has ended');
     const accessToken = await this.tokens.sign({
       sub: user.id,
-      cid: caller.companyId,
+      cid: session.companyId,
       role: user.role,
-      sid: caller.sessionId,
+      sid: session.sessionId,
       authTime: Math.floor(now.getTime() / 1000),
     });
     await this.audit.record({
       action: 'auth.step_up',
-      companyId: caller.companyId,
-      principal,
+      companyId: session.companyId,
+      actor: { actorType: 'user', actorId: user.id, actorLabel: user.email },
       meta,
       targetType: 'session',
-      targetId: caller.sessionId,
-      data: { mfa: user.mfaEnabled },
+      targetId: session.sessionId,
+      data: { mfa: user.mfaEnabled, ...auditData },
     });
     return { accessToken, authenticatedAt: now, stepUpExpiresAt: new Date(now.getTime() + STEP_UP_MAX_AGE_SECONDS * 1000) };
   }

@@ -9,9 +9,10 @@ export type UserStatus = (typeof userStatuses)[number];
 
 @Entity({ tableName: 'users' })
 @Index({ properties: ['company', 'createdAt'] })
+@Index({ properties: ['deletionScheduledFor'] })
 export class User {
   [OptionalProps]?: 'id' | 'createdAt' | 'updatedAt' | 'status' | 'isSuperadmin' | 'name' | 'lastLoginAt'
-    | 'mfaEnabled' | 'mfaEnabledAt' | 'mfaSecret' | 'mfaPendingSecret' | 'mfaLastStep';
+    | 'mfaEnabled' | 'mfaEnabledAt' | 'mfaSecret' | 'mfaPendingSecret' | 'mfaLastStep' | 'deletionScheduledFor';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -66,4 +67,8 @@ export class User {
   /** The last TOTP time step accepted; advanced by a conditional UPDATE, so a code works once. */
   @Property({ type: 'integer' })
   mfaLastStep: number = 0;
+
+  /** When a requested account deletion runs (account-deletion.service.ts); null when none is scheduled. */
+  @Property({ type: 'datetime', nullable: true })
+  deletionScheduledFor: Date | null = null;
 }

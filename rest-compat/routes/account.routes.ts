@@ -1,0 +1,150 @@
+import type { RestRoute } from '../route';
+import { dateTime } from '../schemas';
+
+/**
+ * Email change and account deletion. The spec names these operations (they
+ * need an authentication within 5 minutes, else 403 step_up_required) but
+ * shows no paths: these are ours. Each runs the GraphQL mutation of the same
+ * name (subgraphs/identity/account.resolver.ts).
+ */
+
+const STEP_UP =
+  'Needs an authentication within the last 5 minutes (login or POST /auth/step-up), otherwise 403 step_up_required; ' +
+  'a company API key has no session and is refused with 403 forbidden.';
+
+export const accountRoutes: RestRoute[] = [
+  {
+    method: 'POST',
+    path: '/me/email',
+    operationId: 'requestEmailChange',
+    summary: 'Ask to change your email address',
+    description:
+      'Keeps new_email as a pending change and mails a confirmation link (PUBLIC_URL/app/confirm-email?token=…, valid ' +
+      'EMAIL_CHANGE_TOKEN_TTL_MINUTES, default 24 hours, single use) to the new address, and a notice to the current one. ' +
+      'The account keeps its current email until POST /me/email/confirm. A newer request replaces a pending one (its link ' +
+      'stops working). An address another account uses is 409 email_taken (the caller is signed in, has just confirmed ' +
+      'their password, the attempt is audited and the auth rate limit applies); the current address or a malformed one ' +
+      `is 422. ${STEP_UP}`,
+    tag: 'Authentication',
+    extension: true,
+    auth: 'required',
+    rateLimit: 'auth',
+    status: 202,
+    request: {
+      body: {
+        type: 'object',
+        required: ['new_email'],
+        additionalProperties: false,
+        properties: { new_email: { type: 'string', minLength: 3, maxLength: 320 } },
+      },
+    },
+    response: {
+      type: 'object',
+      required: ['new_email', 'expires_at'],
+      properties: {
+        new_email: { type: 'string', description: 'The requested address, lower-cased' },
+        expires_at: { ...dateTime, description: 'Until when the confirmation link works' },
+      },
+    },
+    problems: { 403: 'step_up_required, or forbidden for an API key', 409: 'email_taken: another account uses this address' },
+    graphql: {
+      document: 'mutation RequestEmailChange($newEmail: String!) { requestEmailChange(newEmail: $newEmail) { newEmail expiresAt } }',
+      variables: (request) => ({ newEmail: (request.body as { new_email: string }).new_email }),
+      result: (data) => {
+        const r = data.requestEmailChange as { newEmail: string; expiresAt: string };
+        return { new_email: r.newEmail, expires_at: r.expiresAt };
+      },
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/me/email',
+    operationId: 'cancelEmailChange',
+    summary: 'Cancel a pending email change',
+    description:
+      'Voids the pending email change of the caller, if any: its confirmation link stops working. No step-up needed. ' +
+      'Answers 204 whether or not a change was pending. A company API key is refused with 403 forbidden.',
+    tag: 'Authentication',
+    extension: true,
+    auth: 'required',
+    status: 204,
+    graphql: { document: 'mutation CancelEmailChange { cancelEmailChange }', result: () => undefined },
+  },
+  {
+    method: 'POST',
+    path: '/me/email/confirm',
+    operationId: 'confirmEmailChange',
+    summary: 'Confirm an email change',
+    description:
+      'Sets the account email to the address the token was mailed to. Needs no credential: the token from the link ' +
+      'is the proof (opened from the mailbox, possibly on another device). It works once, until it expires. An unknown, ' +
+      'used, replaced or expired token is 400 email_change_token_invalid; when another account has taken the address ' +
+      'meanwhile, 409 email_taken (the link stays usable). Sessions stay signed in; sign-in uses the new address from ' +
+      'now on, and the change is audited as user.email_changed. Spends the auth rate-limit budget.',
+    tag: 'Authentication',
+    extension: true,
+    auth: 'public',
+    rateLimit: 'auth',
+    status: 204,
+    request: {
+      body: {
+        type: 'object',
+        required: ['token'],
+        additionalProperties: false,
+        properties: { token: { type: 'string', minLength: 1, maxLength: 512, description: 'The token parameter of the link' } },
+      },
+    },
+    problems: {
+      400: 'email_change_token_invalid: unknown, used, replaced or expired',
+      403: 'forbidden: the account is suspended',
+      409: 'email_taken: another account uses the address now',
+    },
+    graphql: {
+      document: 'mutation ConfirmEmailChange($token: String!) { confirmEmailChange(token: $token) }',
+      variables: (request) => ({ token: (request.body as { token: string }).token }),
+      result: () => undefined,
+    },
+  },
+  {
+    method: 'POST',
+    path: '/me/deletion',
+    operationId: 'requestAccountDeletion',
+    summary: 'Ask for your account to be deleted',
+    description:
+      'Schedules the deletion of the caller\'s account ACCOUNT_DELETION_GRACE_DAYS (default 14) days from now, shows it ' +
+      'as deletion_scheduled_for in GET /me/profile and mails a notice with a link to cancel. Until then DELETE ' +
+      '/me/deletion cancels it; afterwards the account, its sessions and sign-in methods are deleted (the audit log keeps ' +
+      'the event). Asking again while scheduled answers the same date. The only owner of a company that has other users ' +
+      'is refused with 409 conflict (make someone else an owner first); an owner alone in their company may leave, the ' +
+      `company stays. ${STEP_UP}`,
+    tag: 'Authentication',
+    extension: true,
+    auth: 'required',
+    status: 202,
+    response: {
+      type: 'object',
+      required: ['scheduled_for'],
+      properties: { scheduled_for: { ...dateTime, description: 'When the account is deleted unless cancelled before' } },
+    },
+    problems: { 403: 'step_up_required, or forbidden for an API key', 409: 'conflict: the only owner of a company with other users' },
+    graphql: {
+      document: 'mutation RequestAccountDeletion { requestAccountDeletion { scheduledFor } }',
+      result: (data) => ({ scheduled_for: (data.requestAccountDeletion as { scheduledFor: string }).scheduledFor }),
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/me/deletion',
+    operationId: 'cancelAccountDeletion',
+    summary: 'Cancel the deletion of your account',
+    description:
+      'Cancels the scheduled deletion of the caller\'s account and mails a confirmation. No step-up needed. 409 conflict ' +
+      'when no deletion is scheduled. A company API key is refused with 403 forbidden.',
+    tag: 'Authentication',
+    extension: true,
+    auth: 'required',
+    status: 204,
+    problems: { 403: 'forbidden for an API key', 409: 'conflict: no deletion is scheduled' },
+    graphql: { document: 'mutation CancelAccountDeletion { cancelAccountDeletion }', result: () => undefined },
+  },
+];

@@ -1,0 +1,26 @@
+import { Arg, Ctx, Field, ID, Int, Mutation, ObjectType, Resolver } from 'type-graphql';
+import type { GraphQLContext } from '../context';
+
+@ObjectType('UserUnlock', { description: "The outcome of clearing a user's failed-login count" })
+export class UserUnlockType {
+  @Field(() => ID)
+  userId!: string;
+
+  @Field({ description: 'Whether sign-in was locked or delayed at the time' })
+  wasLocked!: boolean;
+
+  @Field(() => Int, { description: 'Consecutive failed logins that were cleared' })
+  failures!: number;
+}
+
+@Resolver()
+export class UserLockResolver {
+  @Mutation(() => UserUnlockType, {
+    description:
+      "Ends a user's sign-in lock (or delay) after failed logins by clearing the count. Owners and admins of the " +
+      "user's company, its API keys and superadmins; a user of another company is not_found.",
+  })
+  unlockUser(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.loginThrottle.unlockUser(ctx.principal, userId, ctx.meta);
+  }
+}

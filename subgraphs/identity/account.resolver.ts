@@ -1,0 +1,48 @@
+import { Arg, Ctx, Mutation, Resolver } from 'type-graphql';
+import type { GraphQLContext } from '../context';
+import { AccountDeletionType, EmailChangeRequestType } from './account.types';
+
+/** Email change and account deletion: the sensitive steps need an authentication within 5 minutes (stepUp). */
+@Resolver()
+export class AccountResolver {
+  @Mutation(() => EmailChangeRequestType, {
+    description:
+      'Asks to change the email: mails a confirmation link to the new address and a notice to the current one. ' +
+      'Needs an authentication within 5 minutes (stepUp). An address used by another account is email_taken (409); ' +
+      'a newer request replaces a pending one.',
+  })
+  requestEmailChange(@Arg('newEmail', () => String) newEmail: string, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.emailChange.request(ctx.principal, newEmail, ctx.meta);
+  }
+
+  @Mutation(() => Boolean, {
+    description:
+      'Sets the email to the address the token was mailed to. Needs no credential: the token (from the link) is the proof; ' +
+      'it works once, until it expires. Invalid, used, replaced or expired: email_change_token_invalid.',
+  })
+  async confirmEmailChange(@Arg('token', () => String) token: string, @Ctx() ctx: GraphQLContext) {
+    await ctx.services.emailChange.confirm(token, ctx.meta);
+    return true;
+  }
+
+  @Mutation(() => Boolean, { description: "Voids the caller's pending email change; false when there was none" })
+  cancelEmailChange(@Ctx() ctx: GraphQLContext) {
+    return ctx.services.emailChange.cancel(ctx.principal, ctx.meta);
+  }
+
+  @Mutation(() => AccountDeletionType, {
+    description:
+      "Schedules the deletion of the caller's account after the grace period (ACCOUNT_DELETION_GRACE_DAYS) and mails them. " +
+      'Needs an authentication within 5 minutes (stepUp). The only owner of a company with other users is refused (conflict). ' +
+      'Asking again while scheduled answers the same date.',
+  })
+  requestAccountDeletion(@Ctx() ctx: GraphQLContext) {
+    return ctx.services.accountDeletion.request(ctx.principal, ctx.meta);
+  }
+
+  @Mutation(() => Boolean, { description: "Cancels the scheduled deletion of the caller's account; conflict when none is scheduled" })
+  async cancelAccountDeletion(@Ctx() ctx: GraphQLContext) {
+    await ctx.services.accountDeletion.cancel(ctx.principal, ctx.meta);
+    return true;
+  }
+}

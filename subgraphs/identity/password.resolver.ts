@@ -1,0 +1,34 @@
+import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
+import type { GraphQLContext } from '../context';
+
+@InputType('ResetPasswordInput')
+export class ResetPasswordInput {
+  @Field({ description: 'The token from the reset link (the token query parameter of /app/reset-password)' })
+  token!: string;
+
+  @Field({ description: 'At least 12 characters' })
+  newPassword!: string;
+}
+
+@Resolver()
+export class PasswordResolver {
+  @Mutation(() => Boolean, {
+    description:
+      'Asks for a password reset link by mail. Always true, whether or not an account has this email: the link ' +
+      'is mailed (valid 30 minutes by default, single use) only to an active account. Public.',
+  })
+  async requestPasswordReset(@Arg('email', () => String) email: string, @Ctx() ctx: GraphQLContext) {
+    await ctx.services.passwordReset.request(email, ctx.meta);
+    return true;
+  }
+
+  @Mutation(() => Boolean, {
+    description:
+      'Sets a new password with the token of a reset link; every session of the account ends and its failed-login ' +
+      'count is cleared. An invalid, expired or used token is password_reset_token_invalid. Public.',
+  })
+  async resetPassword(@Arg('input', () => ResetPasswordInput) input: ResetPasswordInput, @Ctx() ctx: GraphQLContext) {
+    await ctx.services.passwordReset.confirm({ token: input.token, newPassword: input.newPassword }, ctx.meta);
+    return true;
+  }
+}
