@@ -9,6 +9,7 @@ import { createServices, type Services } from './services';
 import { apiVersionPlugin, serviceHeadersPlugin } from './host/api-version';
 import { unitOfWorkPlugin } from './host/unit-of-work';
 import { principalPlugin } from './host/principal';
+import { securityPolicyPlugin } from './host/security-policy';
 import { rateLimitPlugin } from './host/rate-limit';
 import { errorsPlugin } from './host/errors';
 import { securityHeadersPlugin } from './host/security-headers';
@@ -93,6 +94,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   }
   await app.register(unitOfWorkPlugin);
   await app.register(principalPlugin);
+  await app.register(securityPolicyPlugin);
   await app.register(rateLimitPlugin);
   await app.register(apiVersionPlugin);
   await app.register(graphqlPlugin, { supergraph });

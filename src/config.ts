@@ -59,6 +59,8 @@ export interface Config {
   accountDeletionGraceDays: number;
   /** Seconds between sweeps that execute due account deletions; 0 turns the sweep off (ACCOUNT_DELETION_INTERVAL_SECONDS). */
   accountDeletionIntervalSeconds: number;
+  /** Days an emailed invitation link stays valid (INVITATION_TTL_DAYS). */
+  invitationTtlDays: number;
   /** Single sign-on providers and the start endpoint's redirect_uri allow-list (SSO_*). */
   sso: SsoConfig;
   /** Per-address delays and lock after failed password logins (LOGIN_*). */
@@ -176,6 +178,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     emailChangeTokenTtlMinutes: int(env, 'EMAIL_CHANGE_TOKEN_TTL_MINUTES', 24 * 60, 1),
     accountDeletionGraceDays: int(env, 'ACCOUNT_DELETION_GRACE_DAYS', 14),
     accountDeletionIntervalSeconds: int(env, 'ACCOUNT_DELETION_INTERVAL_SECONDS', 3600),
+    invitationTtlDays: int(env, 'INVITATION_TTL_DAYS', 7, 1),
     sso: loadSsoConfig(env),
     loginThrottle: loadLoginThrottleConfig(env),
     passwordReset: loadPasswordResetConfig(env),

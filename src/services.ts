@@ -27,6 +27,12 @@ import { LoginThrottleService, loginThrottleKey } from './domains/identity/login
 import { PasswordResetService } from './domains/identity/password-reset.service';
 import { EmailChangeService } from './domains/identity/email-change.service';
 import { AccountDeletionService } from './domains/identity/account-deletion.service';
+import { SecurityPolicyService } from './domains/admin/security-policy.service';
+import { AdminUsersService } from './domains/admin/admin-users.service';
+import { InvitationService } from './domains/admin/invitations.service';
+import { CompanyAdminService } from './domains/admin/companies.service';
+import { ModelAdminService } from './domains/admin/models.service';
+import { ApiKeyAdminService } from './domains/admin/api-keys.service';
 
 /** The composition root: every core service, wired once per process. */
 export interface Services {
@@ -63,6 +69,18 @@ export interface Services {
   emailChange: EmailChangeService;
   /** Self-service account deletion after a grace period; `executeDue` runs on a timer. */
   accountDeletion: AccountDeletionService;
+  /** Invitations to join a company: create (single and bulk), list, resend, revoke; public accept. */
+  invitations: InvitationService;
+  /** Company administration: list, read, update, audit log, overview counts. */
+  adminCompanies: CompanyAdminService;
+  /** The platform-wide model catalog: admins read, superadmins create and edit. */
+  adminModels: ModelAdminService;
+  /** A company's API keys: list, create, revoke (effective at once). */
+  adminApiKeys: ApiKeyAdminService;
+  /** Administration of a company's users: list, edit, suspend, delete, force-logout, disable MFA, sessions, usage. */
+  adminUsers: AdminUsersService;
+  /** Company security policies: administration and the cached checks run on every request. */
+  securityPolicy: SecurityPolicyService;
   close(): Promise<void>;
 }
 
@@ -93,18 +111,21 @@ export async function createServices(config: Config): Promise<Services> {
   const mfa = new MfaService(orm, audit, secretBox);
   const loginThrottle = new LoginThrottleService(orm, config.loginThrottle, audit, loginThrottleKey(secrets.ipHashSalt));
   const sessions = new SessionService(orm, bus, audit);
-  const passwordReset = new PasswordResetService(orm, config, bus, audit, mailer, sessions, loginThrottle, stderrLogger(config.logLevel));
+  const securityPolicy = new SecurityPolicyService(orm, bus, audit);
+  const passwordReset = new PasswordResetService(orm, config, bus, audit, mailer, sessions, loginThrottle, stderrLogger(config.logLevel), securityPolicy);
   const accountDeletion = new AccountDeletionService(orm, config, bus, audit, mailer);
   const sessionCookies = new SessionCookieService(orm, bus);
+  const apiKeys = new ApiKeyService(orm, audit);
   let sso: SsoService | undefined;
+  let invitations: InvitationService | undefined;
   const services: Services = {
     config,
     orm,
     bus,
     audit,
     identity: new IdentityService(orm, reads, config, audit),
-    auth: new AuthService(orm, config, bus, audit, tokens, mfa, loginThrottle),
-    apiKeys: new ApiKeyService(orm, audit),
+    auth: new AuthService(orm, config, bus, audit, tokens, mfa, loginThrottle, securityPolicy),
+    apiKeys,
     mfa,
     stepUp: new StepUpService(orm, audit, tokens, mfa),
     secretBox,
@@ -115,7 +136,7 @@ export async function createServices(config: Config): Promise<Services> {
     sessionCookies,
     // Built on first use: it signs in through `auth` (and checks MFA, steps up) through siblings in this object.
     get sso(): SsoService {
-      return (sso ??= new SsoService(orm, config, audit, this.auth, sessionCookies, this.mfa, this.stepUp));
+      return (sso ??= new SsoService(orm, config, audit, this.auth, sessionCookies, this.mfa, this.stepUp, securityPolicy));
     },
     catalog: new CatalogService(orm, reads),
     plans: new PlanService(orm, reads),
@@ -124,6 +145,15 @@ export async function createServices(config: Config): Promise<Services> {
     mailer,
     emailChange: new EmailChangeService(orm, config, bus, audit, mailer),
     accountDeletion,
+    securityPolicy,
+    // Built on first use: accepting signs the new user in through `auth`.
+    get invitations(): InvitationService {
+      return (invitations ??= new InvitationService(orm, config, audit, mailer, this.auth, securityPolicy));
+    },
+    adminCompanies: new CompanyAdminService(orm, audit),
+    adminModels: new ModelAdminService(orm, audit),
+    adminApiKeys: new ApiKeyAdminService(orm, audit, bus, apiKeys),
+    adminUsers: new AdminUsersService(orm, bus, audit, sessions, passwordReset, mfa, loginThrottle, mailer),
     close: async () => {
       await passwordReset.idle();
       await accountDeletion.stop();

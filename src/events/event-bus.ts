@@ -7,6 +7,8 @@ export interface EventMap {
   'session.revoked': { sessionId: string; userId: string };
   'user.changed': { userId: string };
   'api_key.revoked': { keyId: string; keyHash: string };
+  /** A company's security policy changed; policy caches drop the company. */
+  'security_policy.changed': { companyId: string; version: number };
 }
 
 export type Topic = keyof EventMap;

@@ -9,6 +9,7 @@ import type { Services } from '../services';
 import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
 import type { Supergraph } from '../../subgraphs/supergraph';
 import { resolvePrincipal } from './principal';
+import { applySocketPolicy } from './security-policy';
 import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
 import { toAppError } from './problem';
 import type { RateLimitClass } from './types';
@@ -24,6 +25,7 @@ const operationClasses: Record<string, RateLimitClass> = {
   resetPassword: 'auth',
   requestEmailChange: 'auth',
   confirmEmailChange: 'auth',
+  acceptInvitation: 'auth',
   submitDocsFeedback: 'feedback',
 };
 
@@ -161,12 +163,14 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
         // and its close without a code reads as a network drop that clients retry).
         // Mercurius calls onConnect as a method of the connection, which holds the socket.
         onConnect: async function (
-          this: { socket?: ClosableSocket; context?: { cookiePrincipal?: Principal } } | undefined,
+          this: { socket?: ClosableSocket; context?: { cookiePrincipal?: Principal; meta?: { ip: string } } } | undefined,
           { payload }: { payload?: Record<string, unknown> },
         ) {
           const raw = payload?.authorization ?? payload?.Authorization;
-          const principal =
+          const resolved =
             typeof raw === 'string' && raw !== '' ? await resolvePrincipal(services, raw) : (this?.context?.cookiePrincipal ?? anonymous);
+          // The company's security policy (IP allow-list, MFA enrolment) applies to sockets too.
+          const principal = await applySocketPolicy(services, resolved, this?.context?.meta?.ip ?? '');
           const socket = this?.socket;
           if (principal.kind !== 'anonymous') {
             if (socket) closeWhenCredentialEnds(services, principal, socket);

@@ -1,4 +1,4 @@
-import { Entity, Index, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Index, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 
 /**
@@ -53,10 +53,10 @@ export class MailOutbox {
   @Property({ type: 'text', nullable: true })
   lastError: string | null = null;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   lastAttemptAt: Date | null = null;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   sentAt: Date | null = null;
 
   /** The Message-ID header; the same on every attempt of one mail. */
@@ -66,6 +66,6 @@ export class MailOutbox {
   @Property({ type: 'json', nullable: true })
   meta: MailMeta | null = null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt: Date = new Date();
 }

@@ -190,3 +190,39 @@ export function emailChangeRequested(input: { name?: string | null; newEmail: st
     ],
   });
 }
+
+/** An invitation to join a company: the link opens the web app's accept page (single use). */
+export function invitation(input: { companyName: string; inviterName?: string | null; role: string; link: string; expiresInDays: number }): MailContent {
+  const company = oneLine(input.companyName) || 'a company';
+  const inviter = oneLine(input.inviterName, 320);
+  return render({
+    template: 'invitation',
+    subject: `You are invited to join ${company} on ${PRODUCT}`,
+    intro: [
+      `${inviter ? `${inviter} invited you` : 'You are invited'} to join ${company} on ${PRODUCT} as ${oneLine(input.role, 16)}.`,
+      'Open the link to choose a password and create your account.',
+    ],
+    action: { label: 'Accept the invitation', url: input.link },
+    outro: [
+      `This link expires in ${formatDuration(input.expiresInDays * 1440)} and works once.`,
+      'If you did not expect this invitation, ignore this mail: no account is created without you.',
+    ],
+  });
+}
+
+/** To a user whose second factor an administrator turned off (POST /admin/users/{user_id}/disable-mfa). */
+export function mfaDisabledByAdmin(input: { name?: string | null; companyName: string }): MailContent {
+  return render({
+    template: 'mfa_disabled_by_admin',
+    subject: `Two-factor authentication was turned off for your ${PRODUCT} account`,
+    name: input.name,
+    intro: [
+      `An administrator of ${oneLine(input.companyName)} turned off two-factor authentication (MFA) for your ${PRODUCT} account. ` +
+        'Your authenticator app and recovery codes no longer work; signing in now needs only your password.',
+    ],
+    outro: [
+      'Set up MFA again in your account settings to protect your account.',
+      'If you did not expect this, contact your administrator and change your password.',
+    ],
+  });
+}

@@ -6,10 +6,11 @@ import { ProfileResolver } from './profile.resolver';
 import { MfaResolver } from './mfa.resolver';
 import { PasswordResolver } from './password.resolver';
 import { AccountResolver } from './account.resolver';
+import { InvitationAcceptResolver } from './invitation.resolver';
 
 export const identitySubgraph: SubgraphDefinition = {
   name: 'identity',
-  resolvers: [AuthResolver, UserResolver, SessionResolver, ProfileResolver, MfaResolver, AccountResolver, PasswordResolver],
+  resolvers: [AuthResolver, UserResolver, SessionResolver, ProfileResolver, MfaResolver, AccountResolver, PasswordResolver, InvitationAcceptResolver],
   references: {
     // A gateway may ask for any key; answer only inside the caller's company.
     Company: (ref: { id: string }, ctx: GraphQLContext) =>

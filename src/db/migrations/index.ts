@@ -6,6 +6,8 @@ import { Migration20261122100200Sso } from './Migration20261122100200-sso';
 import { Migration20261122100300LoginThrottlePasswordReset } from './Migration20261122100300-login-throttle-password-reset';
 import { Migration20261122100400EmailChangeDeletion } from './Migration20261122100400-email-change-deletion';
 import { Migration20261122100500SsoMfa } from './Migration20261122100500-sso-mfa';
+import { Migration20261122100600UsageRecords } from './Migration20261122100600-usage-records';
+import { Migration20261122100800SecurityPolicy } from './Migration20261122100800-security-policy';
 
 /** Applied in order on start; never edit a migration that has shipped. */
 export const migrationsList: MigrationObject[] = [
@@ -16,4 +18,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122100300LoginThrottlePasswordReset', class: Migration20261122100300LoginThrottlePasswordReset },
   { name: 'Migration20261122100400EmailChangeDeletion', class: Migration20261122100400EmailChangeDeletion },
   { name: 'Migration20261122100500SsoMfa', class: Migration20261122100500SsoMfa },
+  { name: 'Migration20261122100600UsageRecords', class: Migration20261122100600UsageRecords },
+  { name: 'Migration20261122100800SecurityPolicy', class: Migration20261122100800SecurityPolicy },
 ];

@@ -1,5 +1,5 @@
-import { Entity, Index, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
-import { randomUUID } from 'node:crypto';
+import { DateTimeType, Entity, Index, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { uuidv7 } from '../../ids';
 
 export type ActorType = 'user' | 'api_key' | 'system' | 'anonymous';
 
@@ -13,7 +13,8 @@ export class AuditEvent {
   [OptionalProps]?: 'id' | 'createdAt' | 'companyId' | 'actorId' | 'actorLabel' | 'targetType' | 'targetId' | 'ip' | 'requestId' | 'data';
 
   @PrimaryKey({ type: 'uuid' })
-  id: string = randomUUID();
+  /** Time-ordered, so id breaks ties between events of the same millisecond. */
+  id: string = uuidv7();
 
   @Property({ type: 'uuid', nullable: true })
   companyId: string | null = null;
@@ -46,6 +47,6 @@ export class AuditEvent {
   @Property({ type: 'json', nullable: true })
   data: Record<string, unknown> | null = null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt: Date = new Date();
 }

@@ -1,3 +1,4 @@
+import type { FilterQuery } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { actorOf } from '../../auth/policy';
@@ -53,8 +54,13 @@ export class AuditService {
   }
 
   /** The company's audit log, newest first. */
-  async list(companyId: string, options: { page: number; perPage: number; action?: string }): Promise<Page<AuditEvent>> {
-    const where = { companyId, ...(options.action ? { action: options.action } : {}) };
+  async list(
+    companyId: string,
+    options: { page: number; perPage: number; action?: string; actor?: string },
+  ): Promise<Page<AuditEvent>> {
+    const where: FilterQuery<AuditEvent> = { companyId, ...(options.action ? { action: options.action } : {}) };
+    // `actor` matches the actor's id (user or key id) or its label (email or key name at the time).
+    if (options.actor) where.$or = [{ actorId: options.actor }, { actorLabel: options.actor }];
     const [items, total] = await currentEm(this.orm).findAndCount(AuditEvent, where, {
       orderBy: { createdAt: 'desc', id: 'desc' },
       limit: options.perPage,

@@ -1,6 +1,7 @@
 import type { Orm } from '../../db/orm';
 import type { ReadStore } from '../../db/read-store';
 import { Model } from './model.entity';
+import { AppError } from '../../errors/catalog';
 import { currentEm } from '../../db/unit-of-work';
 
 export type ModelView = Pick<Model, 'id' | 'displayName' | 'provider' | 'family' | 'creditCost' | 'contextLength'>;
@@ -44,6 +45,18 @@ export class CatalogService {
   async availableModel(id: string): Promise<ModelView | null> {
     const row = this.reads.get<ModelRow>(`${MODEL_SELECT} where id = ? and blocked = 0`, id);
     return row ? modelView(row) : null;
+  }
+
+  /**
+   * The check every feature that runs a model makes first: an unknown id is
+   * 404 model_not_found, a blocked one 422 model_blocked (read via the read
+   * store, so a block bites on the next request).
+   */
+  async requireUsable(modelId: string): Promise<ModelView> {
+    const row = this.reads.get<ModelRow & { blocked: number }>(`${MODEL_SELECT.replace(' from', ', blocked from')} where id = ?`, modelId);
+    if (!row) throw new AppError('model_not_found', `No model ${modelId} in the catalog`);
+    if (row.blocked) throw new AppError('model_blocked', `The model ${modelId} has been blocked by an administrator`);
+    return modelView(row);
   }
 
   /** Inserts catalog entries that are missing; never overwrites an administrator's edits. */

@@ -1,4 +1,4 @@
-import { Entity, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
 
 /** An AI model of the catalog; blocked models are hidden and refused. */
 @Entity({ tableName: 'models' })
@@ -27,6 +27,6 @@ export class Model {
   @Property({ type: 'integer' })
   contextLength!: number;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt: Date = new Date();
 }

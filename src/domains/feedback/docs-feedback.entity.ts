@@ -1,4 +1,4 @@
-import { Entity, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 
 /** Feedback left on a documentation page by anyone, signed in or not. */
@@ -25,6 +25,6 @@ export class DocsFeedback {
   @Property({ type: 'string', length: 512, nullable: true })
   userAgent: string | null = null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt: Date = new Date();
 }

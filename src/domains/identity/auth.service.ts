@@ -15,6 +15,7 @@ import { Session } from './session.entity';
 import { User } from './user.entity';
 import { normalizeEmail } from './identity.service';
 import { currentEm } from '../../db/unit-of-work';
+import type { SecurityPolicyService } from '../admin/security-policy.service';
 
 export interface TokenPair {
   accessToken: string;
@@ -29,6 +30,8 @@ interface Cached<T> {
   value: T;
   until: number;
   sessionExpiresAt?: number;
+  /** The session's last_seen_at, or the key's created_at, as read from the database. */
+  stamp?: number;
 }
 
 /** How long a resolved session or key is trusted without a database read. */
@@ -45,6 +48,8 @@ export class AuthService {
   private readonly sessions = new Map<string, Cached<UserPrincipal>>();
   private readonly keys = new Map<string, Cached<ApiKeyPrincipal>>();
   private readonly lastTouched = new Map<string, number>();
+  /** When each session was last used on this node (every request; the database is written at most once a minute). */
+  private readonly lastActive = new Map<string, number>();
   private dummyHash: Promise<string> | undefined;
 
   constructor(
@@ -55,6 +60,8 @@ export class AuthService {
     readonly tokens: AccessTokens,
     private readonly mfa: MfaService,
     private readonly loginThrottle: LoginThrottleService,
+    /** Company security policies: session idle timeout and API key maximum age. */
+    private readonly policies?: SecurityPolicyService,
   ) {
     bus.subscribe('session.revoked', ({ sessionId }) => this.sessions.delete(sessionId));
     bus.subscribe('user.changed', ({ userId }) => {
@@ -170,6 +177,8 @@ export class AuthService {
     if (session.revokedAt || session.expiresAt <= now || user.status !== 'active') {
       throw new AppError('token_invalid', 'The session of this refresh token has ended');
     }
+    await this.checkIdle(session.id, user.id, session.company.id, session.lastSeenAt.getTime(), now.getTime());
+    this.markActive(session.id, now.getTime());
     const refreshToken = this.issueRefreshToken(session, now);
     session.lastSeenAt = now;
     await em.flush();
@@ -209,7 +218,12 @@ export class AuthService {
     const claims = await this.tokens.verify(credential);
     const now = Date.now();
     const cached = this.sessions.get(claims.sid);
-    if (cached && cached.until > now && cached.sessionExpiresAt! > now) return cached.value;
+    if (cached && cached.until > now && cached.sessionExpiresAt! > now) {
+      await this.checkIdle(cached.value.sessionId, cached.value.userId, cached.value.companyId, cached.stamp!, now);
+      this.markActive(cached.value.sessionId, now);
+      this.touch(Session, cached.value.sessionId, 'lastSeenAt', now);
+      return cached.value;
+    }
 
     const session = await currentEm(this.orm).findOne(Session, { id: claims.sid }, { populate: ['user'] });
     if (!session || session.revokedAt || session.expiresAt.getTime() <= now || session.user.id !== claims.sub) {
@@ -227,7 +241,14 @@ export class AuthService {
       sessionId: session.id,
       isSuperadmin: user.isSuperadmin,
     };
-    this.sessions.set(session.id, { value: principal, until: now + CACHE_MS, sessionExpiresAt: session.expiresAt.getTime() });
+    await this.checkIdle(session.id, user.id, session.company.id, session.lastSeenAt.getTime(), now);
+    this.sessions.set(session.id, {
+      value: principal,
+      until: now + CACHE_MS,
+      sessionExpiresAt: session.expiresAt.getTime(),
+      stamp: session.lastSeenAt.getTime(),
+    });
+    this.markActive(session.id, now);
     this.touch(Session, session.id, 'lastSeenAt', now);
     return principal;
   }
@@ -236,7 +257,10 @@ export class AuthService {
     const keyHash = sha256Hex(key);
     const now = Date.now();
     const cached = this.keys.get(keyHash);
-    if (cached && cached.until > now) return cached.value;
+    if (cached && cached.until > now) {
+      await this.policies?.checkKeyAge(cached.value.companyId, cached.stamp!, now);
+      return cached.value;
+    }
     const apiKey = await currentEm(this.orm).findOne(ApiKey, { keyHash, revokedAt: null });
     if (!apiKey) throw new AppError('token_invalid', 'The API key is invalid or has been revoked');
     const principal: ApiKeyPrincipal = {
@@ -246,7 +270,8 @@ export class AuthService {
       role: 'admin',
       name: apiKey.name,
     };
-    this.keys.set(keyHash, { value: principal, until: now + CACHE_MS });
+    await this.policies?.checkKeyAge(principal.companyId, apiKey.createdAt.getTime(), now);
+    this.keys.set(keyHash, { value: principal, until: now + CACHE_MS, stamp: apiKey.createdAt.getTime() });
     this.touch(ApiKey, apiKey.id, 'lastUsedAt', now);
     return principal;
   }
@@ -257,6 +282,30 @@ export class AuthService {
     session.expiresAt = new Date(now.getTime() + this.config.refreshTokenTtlSeconds * 1000);
     currentEm(this.orm).create(RefreshToken, { session, tokenHash: sha256Hex(token), expiresAt: session.expiresAt });
     return token;
+  }
+
+  /**
+   * Ends a session idle for longer than its company's policy allows (401
+   * token_invalid). Last activity is the later of the database's last_seen_at
+   * (`stamp`, written at most once a minute) and this node's in-memory last use,
+   * so a cached session is judged as exactly as an uncached one.
+   */
+  private async checkIdle(sessionId: string, userId: string, companyId: string, stamp: number, now: number): Promise<void> {
+    const timeout = await this.policies?.idleTimeoutMs(companyId);
+    if (timeout == null) return;
+    const lastSeen = Math.max(stamp, this.lastActive.get(sessionId) ?? 0, this.lastTouched.get(sessionId) ?? 0);
+    if (now - lastSeen <= timeout) return;
+    this.lastActive.delete(sessionId);
+    await this.revokeSession(sessionId, userId, 'idle_timeout');
+    throw new AppError(
+      'token_invalid',
+      `The session ended after ${Math.round(timeout / 60_000)} minutes without activity (your company's security policy); sign in again`,
+    );
+  }
+
+  private markActive(sessionId: string, now: number): void {
+    if (this.lastActive.size > 50_000) this.lastActive.clear();
+    this.lastActive.set(sessionId, now);
   }
 
   /** Throttled "last used" bookkeeping, off the request's unit of work. */

@@ -1,4 +1,4 @@
-import { Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import { Company } from './company.entity';
 import { User, type Role } from './user.entity';
@@ -39,15 +39,15 @@ export class Invitation {
   @Property({ type: 'string', length: 16 })
   status: InvitationStatus = 'pending';
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   expiresAt!: Date;
 
   @ManyToOne(() => User, { nullable: true, deleteRule: 'set null' })
   invitedBy: User | null = null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt: Date = new Date();
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   acceptedAt: Date | null = null;
 }

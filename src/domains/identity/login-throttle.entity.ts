@@ -1,4 +1,4 @@
-import { Entity, Index, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Index, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
 
 /**
  * The failed-login count of one email address, known or not (see
@@ -20,13 +20,13 @@ export class LoginThrottle {
   @Property({ type: 'integer' })
   failures: number = 0;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   lastFailureAt: Date | null = null;
 
   /** No attempt is accepted before this time: a delay, or a lock once `failures` reached the lock threshold. */
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   blockedUntil: Date | null = null;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt: Date = new Date();
 }

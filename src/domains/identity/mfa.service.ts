@@ -153,15 +153,7 @@ export class MfaService {
     const user = await em.findOne(User, { id: caller.userId }, { refresh: true });
     if (!user || (!user.mfaEnabled && !user.mfaPendingSecret)) throw new AppError('conflict', 'MFA is not enabled');
     const wasEnabled = user.mfaEnabled;
-    const now = new Date();
-    await em.transactional(async (tx) => {
-      await tx.nativeUpdate(
-        User,
-        { id: caller.userId },
-        { mfaEnabled: false, mfaEnabledAt: null, mfaSecret: null, mfaPendingSecret: null, mfaLastStep: 0, updatedAt: now },
-      );
-      await tx.nativeDelete(MfaRecoveryCode, { user: caller.userId });
-    });
+    await this.removeFactor(caller.userId);
     await this.audit.record({
       action: 'mfa.disabled',
       companyId: caller.companyId,
@@ -170,6 +162,24 @@ export class MfaService {
       targetType: 'user',
       targetId: caller.userId,
       data: { wasEnabled },
+    });
+  }
+
+  /**
+   * Removes a user's factor: the secret (active and pending) and every
+   * recovery code, in one transaction. No checks: `disable` (step-up) and the
+   * administrators' disable-mfa authorize first. A fresh fork: a fork of the
+   * request's unit of work would write its loaded user back on commit.
+   */
+  async removeFactor(userId: string): Promise<void> {
+    const now = new Date();
+    await this.orm.em.fork().transactional(async (tx) => {
+      await tx.nativeUpdate(
+        User,
+        { id: userId },
+        { mfaEnabled: false, mfaEnabledAt: null, mfaSecret: null, mfaPendingSecret: null, mfaLastStep: 0, updatedAt: now },
+      );
+      await tx.nativeDelete(MfaRecoveryCode, { user: userId });
     });
   }
 

@@ -14,6 +14,7 @@ import { OneTimeToken } from './one-time-token.entity';
 import { consumeOneTimeToken, invalidateOneTimeTokens, issueOneTimeToken, peekOneTimeToken, sweepOneTimeTokens } from './one-time-tokens';
 import { User } from './user.entity';
 import { MIN_PASSWORD_LENGTH, normalizeEmail } from './identity.service';
+import type { SecurityPolicyService } from '../admin/security-policy.service';
 
 export const PASSWORD_RESET_PURPOSE = 'password_reset';
 /** Longest password accepted (as at login). */
@@ -55,6 +56,8 @@ export class PasswordResetService {
     private readonly sessions: SessionService,
     private readonly loginThrottle: LoginThrottleService,
     private logger: MailLogger,
+    /** The company's minimum password length (security policy). */
+    private readonly policies?: SecurityPolicyService,
   ) {}
 
   /** Logs background failures through the host's logger from now on. */
@@ -101,6 +104,8 @@ export class PasswordResetService {
     // Cheap refusal first: an unknown token costs no password hashing.
     const found = await peekOneTimeToken(em, PASSWORD_RESET_PURPOSE, input.token);
     if (!found) throw invalidToken();
+    const companyId = (await em.findOne(User, { id: found.user.id }))?.company.id;
+    if (companyId) await this.policies?.checkPasswordLength(companyId, input.newPassword, ['body', 'new_password']);
     const passwordHash = await hashPassword(input.newPassword, this.config.scryptCost);
     const now = new Date();
     const user = await em.transactional(async (tx) => {

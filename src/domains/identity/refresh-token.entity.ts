@@ -1,4 +1,4 @@
-import { Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import { Session } from './session.entity';
 
@@ -20,12 +20,12 @@ export class RefreshToken {
   @Property({ type: 'string', length: 64, unique: true })
   tokenHash!: string;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   expiresAt!: Date;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt: Date = new Date();
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   usedAt: Date | null = null;
 }

@@ -1,4 +1,4 @@
-import { Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import { Company } from './company.entity';
 import { User } from './user.entity';
@@ -25,20 +25,20 @@ export class Session {
   userAgent: string | null = null;
 
   /** When the user last proved who they are (login; step-up later). */
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   authenticatedAt!: Date;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt: Date = new Date();
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   lastSeenAt: Date = new Date();
 
   /** End of the refresh chain: 30 days after the last rotation. */
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   expiresAt!: Date;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   revokedAt: Date | null = null;
 
   @Property({ type: 'string', length: 64, nullable: true })

@@ -1,4 +1,4 @@
-import { Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import type { SsoIntent } from './sso-state.entity';
 import { User } from './user.entity';
@@ -55,12 +55,12 @@ export class SsoMfaChallenge {
   @Property({ type: 'integer', default: 0 })
   failedAttempts: number = 0;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt: Date = new Date();
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   expiresAt!: Date;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   usedAt: Date | null = null;
 }

@@ -21,6 +21,7 @@ import { SsoMfaChallenge } from './sso-mfa-challenge.entity';
 import { Session } from './session.entity';
 import { UserIdentity } from './user-identity.entity';
 import { Invitation } from './invitation.entity';
+import type { SecurityPolicyService } from '../admin/security-policy.service';
 import { Company } from './company.entity';
 import { User } from './user.entity';
 
@@ -158,6 +159,8 @@ export class SsoService {
     private readonly cookies: SessionCookieService,
     private readonly mfa: MfaService,
     private readonly stepUp: StepUpService,
+    /** Company security policies: allowed providers and SSO sign-up email domains. */
+    private readonly policies?: SecurityPolicyService,
   ) {}
 
   /**
@@ -506,6 +509,7 @@ export class SsoService {
 
     const identity = await em.findOne(UserIdentity, { provider, subject }, { populate: ['user'] });
     if (identity) {
+      await this.assertPolicyAllows(identity.user.company.id, provider, identity.user.email);
       identity.lastLoginAt = now;
       if (email) identity.email = email;
       await em.flush();
@@ -521,6 +525,7 @@ export class SsoService {
 
     const existing = await em.findOne(User, { email });
     if (existing) {
+      await this.assertPolicyAllows(existing.company.id, provider, email);
       // MFA on: nothing about the account changes before the code; the link is made once the challenge is answered.
       if (existing.mfaEnabled) {
         await this.assertLinkable(existing, provider, subject, email);
@@ -565,6 +570,15 @@ export class SsoService {
     });
   }
 
+  /**
+   * The company's security policy: the provider must be allowed (403 forbidden);
+   * a sign-up through an invitation also needs an allowed email domain.
+   */
+  private async assertPolicyAllows(companyId: string, provider: SsoProviderName, email: string, signUp = false): Promise<void> {
+    const refusal = await this.policies?.ssoRefusal(companyId, provider, signUp ? email : undefined);
+    if (refusal) throw new SsoRefusal(refusal.reason, refusal.error, { companyId, email });
+  }
+
   /** Creates the user of a pending, unexpired invitation for `email` and accepts it; refuses otherwise. */
   private async acceptInvitation(provider: SsoProviderName, subject: string, email: string, claims: IdTokenClaims, meta: RequestMeta): Promise<User> {
     const em = currentEm(this.orm);
@@ -587,6 +601,7 @@ export class SsoService {
       ), { companyId: latest?.company.id ?? null, email });
     }
 
+    await this.assertPolicyAllows(invitation.company.id, provider, email, true);
     // A user created by SSO has no password anyone knows; same hash format, so password logins take as long.
     const passwordHash = await hashPassword(randomBytes(32).toString('base64url'), this.config.scryptCost);
     const name = typeof claims.name === 'string' && claims.name.trim() ? claims.name.trim().slice(0, 200) : null;

@@ -1,4 +1,4 @@
-import { Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import { Company } from './company.entity';
 
@@ -40,20 +40,20 @@ export class User {
   @Property({ type: 'boolean' })
   isSuperadmin: boolean = false;
 
-  @Property({ type: 'datetime' })
+  @Property({ type: DateTimeType })
   createdAt: Date = new Date();
 
-  @Property({ type: 'datetime', onUpdate: () => new Date() })
+  @Property({ type: DateTimeType, onUpdate: () => new Date() })
   updatedAt: Date = new Date();
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   lastLoginAt: Date | null = null;
 
   /** TOTP second factor (mfa.service.ts): on only once a code confirmed the secret. */
   @Property({ type: 'boolean' })
   mfaEnabled: boolean = false;
 
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   mfaEnabledAt: Date | null = null;
 
   /** The TOTP secret, sealed by the secret box (AES-256-GCM, context `mfa:<user id>`). */
@@ -69,6 +69,6 @@ export class User {
   mfaLastStep: number = 0;
 
   /** When a requested account deletion runs (account-deletion.service.ts); null when none is scheduled. */
-  @Property({ type: 'datetime', nullable: true })
+  @Property({ type: DateTimeType, nullable: true })
   deletionScheduledFor: Date | null = null;
 }

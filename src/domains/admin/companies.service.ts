@@ -1,0 +1,162 @@
+import { raw, type FilterQuery } from '@mikro-orm/core';
+import type { Orm } from '../../db/orm';
+import { currentEm } from '../../db/unit-of-work';
+import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { requireCompanyAdmin } from '../../auth/policy';
+import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
+import type { AuditService, Page } from '../audit/audit.service';
+import { AuditEvent } from '../audit/audit-event.entity';
+import { Company } from '../identity/company.entity';
+import { User, roles, userStatuses, type Role, type UserStatus } from '../identity/user.entity';
+import { Session } from '../identity/session.entity';
+import { Invitation } from '../identity/invitation.entity';
+import { ApiKey } from '../identity/api-key.entity';
+import { Plan } from '../billing/plan.entity';
+
+export const COMPANIES_PER_PAGE = 20;
+export const COMPANY_AUDIT_PER_PAGE = 50;
+
+export type CompanyAdmin = UserPrincipal | ApiKeyPrincipal;
+
+export const isSuperadmin = (p: Principal): boolean => p.kind === 'user' && p.isSuperadmin;
+
+/**
+ * An owner or admin (or API key) of the company, or a superadmin of any
+ * company. Any other company answers as if it did not exist.
+ */
+export function requireCompanyAccess(principal: Principal, companyId: string): CompanyAdmin {
+  const caller = requireCompanyAdmin(principal);
+  if (caller.companyId !== companyId && !isSuperadmin(caller)) {
+    throw new AppError('not_found', 'No company with this id');
+  }
+  return caller;
+}
+
+export interface CompanyPatch {
+  name?: string | null;
+  planId?: string | null;
+}
+
+/** The action prefixes shown as security events on the overview. */
+export const SECURITY_ACTION_PREFIXES = ['auth.', 'mfa.', 'session.', 'api_key.'] as const;
+const RECENT_SECURITY_EVENTS = 10;
+
+export interface CompanyOverview {
+  companyId: string;
+  users: { total: number; byStatus: Record<UserStatus, number>; byRole: Record<Role, number> };
+  pendingInvitations: number;
+  activeSessions: number;
+  activeApiKeys: number;
+  recentSecurityEvents: AuditEvent[];
+}
+
+/** Company administration: listing, reading, renaming (and re-planning), audit log and overview. */
+export class CompanyAdminService {
+  constructor(
+    private readonly orm: Orm,
+    private readonly audit: AuditService,
+  ) {}
+
+  /** Superadmins see every company; anyone else only their own. `q`: name contains (case-insensitive). */
+  async list(principal: Principal, options: { q?: string | null; page: number; perPage: number }): Promise<Page<Company>> {
+    const caller = requireCompanyAdmin(principal);
+    const where: FilterQuery<Company> = isSuperadmin(caller) ? {} : { id: caller.companyId };
+    const q = options.q?.trim();
+    // instr, not LIKE: % and _ in the query are plain characters.
+    if (q) Object.assign(where, { [raw('instr(lower(name), lower(?))', [q])]: { $gt: 0 } });
+    const [items, total] = await currentEm(this.orm).findAndCount(Company, where, {
+      orderBy: { name: 'asc', id: 'asc' },
+      limit: options.perPage,
+      offset: (options.page - 1) * options.perPage,
+    });
+    return { items, page: options.page, perPage: options.perPage, total };
+  }
+
+  async get(principal: Principal, companyId: string): Promise<Company> {
+    requireCompanyAccess(principal, companyId);
+    const company = await currentEm(this.orm).findOne(Company, { id: companyId });
+    if (!company) throw new AppError('not_found', 'No company with this id');
+    return company;
+  }
+
+  /** Renames the company; only a superadmin may move it to another (existing) plan. Audited company.updated. */
+  async update(principal: Principal, companyId: string, patch: CompanyPatch, meta: RequestMeta): Promise<Company> {
+    const company = await this.get(principal, companyId);
+    const issues: ValidationIssue[] = [];
+    const name = patch.name == null ? undefined : patch.name.trim();
+    if (name !== undefined && (name.length < 1 || name.length > 200)) {
+      issues.push({ loc: ['body', 'name'], msg: 'must be 1 to 200 characters', type: 'string_length' });
+    }
+    if (patch.planId != null && !isSuperadmin(principal)) {
+      throw new AppError('forbidden', 'Only a platform superadmin may change the plan here; use the billing plan change');
+    }
+    if (patch.planId != null && !(await currentEm(this.orm).findOne(Plan, { id: patch.planId }))) {
+      issues.push({ loc: ['body', 'plan_id'], msg: 'no such plan', type: 'value_error' });
+    }
+    if (issues.length) throw AppError.validation(issues);
+
+    const changes: Record<string, { from: string; to: string }> = {};
+    if (name !== undefined && name !== company.name) changes.name = { from: company.name, to: name };
+    if (patch.planId != null && patch.planId !== company.planId) changes.planId = { from: company.planId, to: patch.planId };
+    if (Object.keys(changes).length === 0) return company;
+    if (changes.name) company.name = changes.name.to;
+    if (changes.planId) company.planId = changes.planId.to;
+    await currentEm(this.orm).flush();
+    await this.audit.record({
+      action: 'company.updated',
+      companyId: company.id,
+      principal,
+      meta,
+      targetType: 'company',
+      targetId: company.id,
+      data: { changes },
+    });
+    return company;
+  }
+
+  /** The company's audit log, newest first; `actor` is an actor id or label. */
+  async auditLog(
+    principal: Principal,
+    companyId: string,
+    options: { page: number; perPage: number; action?: string | null; actor?: string | null },
+  ): Promise<Page<AuditEvent>> {
+    await this.get(principal, companyId);
+    return this.audit.list(companyId, {
+      page: options.page,
+      perPage: options.perPage,
+      action: options.action || undefined,
+      actor: options.actor || undefined,
+    });
+  }
+
+  /** Counts of the caller's company for the administration dashboard. */
+  async overview(principal: Principal): Promise<CompanyOverview> {
+    const { companyId } = requireCompanyAdmin(principal);
+    const em = currentEm(this.orm);
+    const now = new Date();
+    const rows = await em
+      .createQueryBuilder(User, 'u')
+      .select(['u.status', 'u.role', raw('count(*) as n')])
+      .where({ company: companyId })
+      .groupBy(['u.status', 'u.role'])
+      .execute<{ status: UserStatus; role: Role; n: number }[]>('all', false);
+    const byStatus = Object.fromEntries(userStatuses.map((s) => [s, 0])) as Record<UserStatus, number>;
+    const byRole = Object.fromEntries(roles.map((r) => [r, 0])) as Record<Role, number>;
+    let total = 0;
+    for (const row of rows) {
+      const n = Number(row.n);
+      total += n;
+      byStatus[row.status] = (byStatus[row.status] ?? 0) + n;
+      byRole[row.role] = (byRole[row.role] ?? 0) + n;
+    }
+    const pendingInvitations = await em.count(Invitation, { company: companyId, status: 'pending', expiresAt: { $gt: now } });
+    const activeSessions = await em.count(Session, { company: companyId, revokedAt: null, expiresAt: { $gt: now } });
+    const activeApiKeys = await em.count(ApiKey, { company: companyId, revokedAt: null });
+    const recentSecurityEvents = await em.find(
+      AuditEvent,
+      { companyId, $or: SECURITY_ACTION_PREFIXES.map((prefix) => ({ action: { $like: `${prefix}%` } })) },
+      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: RECENT_SECURITY_EVENTS },
+    );
+    return { companyId, users: { total, byStatus, byRole }, pendingInvitations, activeSessions, activeApiKeys, recentSecurityEvents };
+  }
+}

@@ -1,0 +1,120 @@
+import fp from 'fastify-plugin';
+import type { FastifyRequest } from 'fastify';
+import { Kind, parse, type DocumentNode, type SelectionSetNode } from 'graphql';
+import type { Principal } from '../auth/principal';
+import { AppError, isAppError } from '../errors/catalog';
+import type { Services } from '../services';
+
+/**
+ * REST routes a user who must still enrol in MFA (company policy mfa_required,
+ * MFA off) may call: enrolment itself, their profile, and sign-out.
+ */
+const ENROLMENT_ROUTES = new Set(['POST /me/mfa/setup', 'POST /me/mfa/verify', 'GET /me/profile', 'PATCH /me/profile', 'POST /auth/logout']);
+/** The same, as GraphQL root fields. */
+export const ENROLMENT_FIELDS = new Set(['me', 'setupMfa', 'verifyMfa', 'updateMyProfile', 'logout', '__typename']);
+
+function enrolmentRequired(): AppError {
+  return new AppError(
+    'mfa_enrollment_required',
+    'Your company requires two-factor authentication: enrol first (POST /v1/me/mfa/setup, then POST /v1/me/mfa/verify); ' +
+      'until then only enrolment, your profile and sign-out are available',
+  );
+}
+
+/**
+ * The company's IP allow-list, checked once the credential is resolved. A
+ * refusal turns the caller anonymous with the reason kept, so every route and
+ * operation that needs a credential answers it (403 ip_not_allowed), as for
+ * any refused credential.
+ */
+export async function applyIpAllowlist(services: Services, principal: Principal, ip: string): Promise<Principal> {
+  if (principal.kind === 'anonymous') return principal;
+  try {
+    await services.securityPolicy.checkIp(principal, ip);
+    return principal;
+  } catch (error) {
+    if (isAppError(error)) return { kind: 'anonymous', credentialError: error };
+    throw error;
+  }
+}
+
+/**
+ * For a WebSocket (graphql-ws) connection: the allow-list, and no socket at all
+ * while MFA enrolment is owed (enrolment is not done over subscriptions).
+ */
+export async function applySocketPolicy(services: Services, principal: Principal, ip: string): Promise<Principal> {
+  const checked = await applyIpAllowlist(services, principal, ip);
+  if (checked.kind === 'user' && (await services.securityPolicy.mfaEnrollmentPending(checked))) {
+    return { kind: 'anonymous', credentialError: enrolmentRequired() };
+  }
+  return checked;
+}
+
+/** Root fields of every operation in the document (fragments followed); null when it does not parse. */
+export function rootFields(document: DocumentNode): Set<string> {
+  const fragments = new Map<string, SelectionSetNode>();
+  for (const def of document.definitions) {
+    if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def.selectionSet);
+  }
+  const fields = new Set<string>();
+  const seen = new Set<string>();
+  const walk = (set: SelectionSetNode) => {
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FIELD) fields.add(selection.name.value);
+      else if (selection.kind === Kind.INLINE_FRAGMENT) walk(selection.selectionSet);
+      else if (!seen.has(selection.name.value)) {
+        seen.add(selection.name.value);
+        const fragment = fragments.get(selection.name.value);
+        if (fragment) walk(fragment);
+      }
+    }
+  };
+  for (const def of document.definitions) if (def.kind === Kind.OPERATION_DEFINITION) walk(def.selectionSet);
+  return fields;
+}
+
+/** Whether every GraphQL operation of the request only touches enrolment fields. */
+function graphqlEnrolmentOnly(request: FastifyRequest): boolean {
+  const source = request.method === 'GET' ? (request.query as Record<string, unknown>) : request.body;
+  const operations = Array.isArray(source) ? source : [source];
+  if (!operations.length) return false;
+  return operations.every((operation) => {
+    const query = (operation as { query?: unknown } | null)?.query;
+    if (typeof query !== 'string') return false;
+    try {
+      const fields = rootFields(parse(query));
+      return fields.size > 0 && [...fields].every((field) => ENROLMENT_FIELDS.has(field));
+    } catch {
+      return false;
+    }
+  });
+}
+
+function restRouteKey(request: FastifyRequest): string | null {
+  const url = request.routeOptions.url;
+  if (!url) return null;
+  const path = url.replace(/^\/(?:api\/)?v1(?=\/)/, '');
+  return path === url ? null : `${request.method} ${path}`;
+}
+
+/**
+ * Enforces the company security policy on HTTP requests: the IP allow-list as
+ * soon as the credential is known; MFA enrolment before the handler, once the
+ * body is parsed (a GraphQL request is judged by its root fields).
+ */
+export const securityPolicyPlugin = fp(
+  async (app) => {
+    app.addHook('onRequest', async (request) => {
+      request.principal = await applyIpAllowlist(app.services, request.principal, request.ip);
+    });
+    app.addHook('preHandler', async (request) => {
+      const principal = request.principal;
+      if (principal.kind !== 'user') return;
+      if (!(await app.services.securityPolicy.mfaEnrollmentPending(principal))) return;
+      const key = restRouteKey(request);
+      const allowed = key !== null ? ENROLMENT_ROUTES.has(key) : request.routeOptions.url === '/graphql' && graphqlEnrolmentOnly(request);
+      if (!allowed) request.principal = { kind: 'anonymous', credentialError: enrolmentRequired() };
+    });
+  },
+  { name: 'atrium-security-policy', dependencies: ['atrium-principal'] },
+);

@@ -1,0 +1,85 @@
+import { Arg, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { checkPage } from '../../src/pagination';
+import { API_KEYS_PER_PAGE } from '../../src/domains/admin/api-keys.service';
+import type { ApiKey } from '../../src/domains/identity/api-key.entity';
+import type { GraphQLContext } from '../context';
+import { PageType } from '../page';
+
+
+@ObjectType('ApiKeyCreator', { description: 'The user who created an API key' })
+export class ApiKeyCreatorType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  email!: string;
+}
+
+@ObjectType('ApiKey', { description: 'A company API key; the key itself is shown only once, at creation' })
+export class ApiKeyType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  name!: string;
+
+  @Field({ description: 'The first characters of the key, to tell keys apart' })
+  prefix!: string;
+
+  @Field()
+  createdAt!: Date;
+
+  @Field(() => Date, { nullable: true, description: 'Last request made with the key (updated at most about once a minute)' })
+  lastUsedAt!: Date | null;
+}
+
+export const ApiKeyPageType = PageType(ApiKeyType, 'ApiKeyPage');
+
+@ObjectType('CreatedApiKey')
+export class CreatedApiKeyType {
+  @Field(() => ApiKeyType)
+  apiKey!: ApiKey;
+
+  @Field({ description: 'The plaintext key (svc_…); shown here once and never again' })
+  key!: string;
+}
+
+@InputType('ApiKeyCreateInput')
+export class ApiKeyCreateInput {
+  @Field({ description: '1 to 200 characters' })
+  name!: string;
+}
+
+@Resolver(() => ApiKeyType)
+export class ApiKeyAdminResolver {
+  @Query(() => ApiKeyPageType, { description: "The caller's company's active API keys, newest first (owners, admins, API keys)" })
+  apiKeys(
+    @Ctx() ctx: GraphQLContext,
+    @Arg('page', () => Int, { defaultValue: 1 }) page: number,
+    @Arg('perPage', () => Int, { defaultValue: API_KEYS_PER_PAGE }) perPage: number,
+  ) {
+    return ctx.services.adminApiKeys.list(ctx.principal, checkPage(page, perPage));
+  }
+
+  @Mutation(() => CreatedApiKeyType, { description: 'Creates a company API key; the plaintext is returned once. Audited api_key.created.' })
+  async createApiKey(@Arg('input', () => ApiKeyCreateInput) input: ApiKeyCreateInput, @Ctx() ctx: GraphQLContext) {
+    const { apiKey, plaintext } = await ctx.services.adminApiKeys.create(ctx.principal, input.name, ctx.meta);
+    return { apiKey, key: plaintext };
+  }
+
+  @Mutation(() => Boolean, {
+    description: 'Revokes an API key at once: requests and open subscriptions with it are refused from now on. Audited api_key.revoked.',
+  })
+  async revokeApiKey(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    await ctx.services.adminApiKeys.revoke(ctx.principal, id, ctx.meta);
+    return true;
+  }
+
+  @FieldResolver(() => ApiKeyCreatorType, { nullable: true, description: 'Null for keys created from the command line or by another key' })
+  async createdBy(@Root() key: ApiKey, @Ctx() ctx: GraphQLContext): Promise<ApiKeyCreatorType | null> {
+    const userId = key.createdBy?.id;
+    if (!userId) return null;
+    const user = await ctx.loaders.userById.load(userId);
+    return user ? { id: user.id, email: user.email } : null;
+  }
+}

@@ -1,0 +1,139 @@
+import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { checkPage } from '../../src/pagination';
+import { COMPANIES_PER_PAGE, COMPANY_AUDIT_PER_PAGE } from '../../src/domains/admin/companies.service';
+import type { GraphQLContext } from '../context';
+import { PageType } from '../page';
+import { AuditEventPageType, AuditEventType } from './types';
+
+
+@ObjectType('AdminCompany', { description: 'A company as its administrators (and platform superadmins) see it' })
+export class AdminCompanyType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  name!: string;
+
+  @Field({ description: 'The billing plan id' })
+  planId!: string;
+
+  @Field()
+  createdAt!: Date;
+}
+
+export const AdminCompanyPageType = PageType(AdminCompanyType, 'AdminCompanyPage');
+
+@InputType('CompanyPatchInput', { description: 'Fields to change; omitted or null fields stay as they are' })
+export class CompanyPatchInput {
+  @Field(() => String, { nullable: true, description: '1 to 200 characters' })
+  name?: string | null;
+
+  @Field(() => String, { nullable: true, description: 'An existing plan id; platform superadmins only' })
+  planId?: string | null;
+}
+
+@ObjectType('UserStatusCounts')
+export class UserStatusCountsType {
+  @Field(() => Int)
+  active!: number;
+
+  @Field(() => Int)
+  suspended!: number;
+}
+
+@ObjectType('UserRoleCounts')
+export class UserRoleCountsType {
+  @Field(() => Int)
+  owner!: number;
+
+  @Field(() => Int)
+  admin!: number;
+
+  @Field(() => Int)
+  member!: number;
+}
+
+@ObjectType('UserCounts')
+export class UserCountsType {
+  @Field(() => Int)
+  total!: number;
+
+  @Field(() => UserStatusCountsType)
+  byStatus!: UserStatusCountsType;
+
+  @Field(() => UserRoleCountsType)
+  byRole!: UserRoleCountsType;
+}
+
+@ObjectType('AdminOverview', { description: "Counts of the caller's company for the administration dashboard" })
+export class AdminOverviewType {
+  @Field(() => ID)
+  companyId!: string;
+
+  @Field(() => UserCountsType)
+  users!: UserCountsType;
+
+  @Field(() => Int, { description: 'Invitations pending and not yet expired' })
+  pendingInvitations!: number;
+
+  @Field(() => Int, { description: 'Sessions neither revoked nor expired' })
+  activeSessions!: number;
+
+  @Field(() => Int, { description: 'API keys not revoked' })
+  activeApiKeys!: number;
+
+  @Field(() => [AuditEventType], { description: 'The last 10 audited auth.*, mfa.*, session.* and api_key.* actions, newest first' })
+  recentSecurityEvents!: AuditEventType[];
+}
+
+@Resolver()
+export class CompanyAdminResolver {
+  @Query(() => AdminCompanyPageType, {
+    description:
+      'Companies by name (q: name contains, case-insensitive). Owners, admins and API keys see only their own ' +
+      'company; platform superadmins see every company.',
+  })
+  adminCompanies(
+    @Ctx() ctx: GraphQLContext,
+    @Arg('q', () => String, { nullable: true }) q: string | null,
+    @Arg('page', () => Int, { defaultValue: 1 }) page: number,
+    @Arg('perPage', () => Int, { defaultValue: COMPANIES_PER_PAGE }) perPage: number,
+  ) {
+    return ctx.services.adminCompanies.list(ctx.principal, { q, ...checkPage(page, perPage) });
+  }
+
+  @Query(() => AdminCompanyType, { description: "One company; another company's id is not_found unless the caller is a superadmin" })
+  adminCompany(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.adminCompanies.get(ctx.principal, id);
+  }
+
+  @Mutation(() => AdminCompanyType, {
+    description: 'Renames a company; planId may be changed by a platform superadmin only (forbidden otherwise). Audited company.updated.',
+  })
+  updateCompany(
+    @Arg('id', () => ID) id: string,
+    @Arg('input', () => CompanyPatchInput) input: CompanyPatchInput,
+    @Ctx() ctx: GraphQLContext,
+  ) {
+    return ctx.services.adminCompanies.update(ctx.principal, id, input, ctx.meta);
+  }
+
+  @Query(() => AuditEventPageType, {
+    description: "A company's audit log, newest first; action filters by exact action, actor by actor id or label (email or key name)",
+  })
+  companyAuditLog(
+    @Ctx() ctx: GraphQLContext,
+    @Arg('companyId', () => ID) companyId: string,
+    @Arg('page', () => Int, { defaultValue: 1 }) page: number,
+    @Arg('perPage', () => Int, { defaultValue: COMPANY_AUDIT_PER_PAGE }) perPage: number,
+    @Arg('action', () => String, { nullable: true }) action: string | null,
+    @Arg('actor', () => String, { nullable: true }) actor: string | null,
+  ) {
+    return ctx.services.adminCompanies.auditLog(ctx.principal, companyId, { ...checkPage(page, perPage), action, actor });
+  }
+
+  @Query(() => AdminOverviewType, { description: "Counts of the caller's company: users, invitations, sessions, keys, security events" })
+  adminOverview(@Ctx() ctx: GraphQLContext) {
+    return ctx.services.adminCompanies.overview(ctx.principal);
+  }
+}

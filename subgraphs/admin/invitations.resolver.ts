@@ -1,0 +1,129 @@
+import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import type { GraphQLContext } from '../context';
+import { PageType } from '../page';
+
+@ObjectType('Invitation', { description: 'An invitation to join a company with a role' })
+export class InvitationType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field(() => ID)
+  companyId!: string;
+
+  @Field({ description: 'The invited address, lower-cased' })
+  email!: string;
+
+  @Field({ description: 'owner, admin or member' })
+  role!: string;
+
+  @Field({ description: 'pending, accepted, revoked or expired (a pending invitation past expiresAt is expired)' })
+  status!: string;
+
+  @Field(() => ID, { nullable: true, description: 'The user who invited; null for an API key or a deleted user' })
+  invitedById!: string | null;
+
+  @Field()
+  createdAt!: Date;
+
+  @Field({ description: 'Until when the mailed link works' })
+  expiresAt!: Date;
+
+  @Field(() => Date, { nullable: true })
+  acceptedAt!: Date | null;
+}
+
+export const InvitationPageType = PageType(InvitationType, 'InvitationPage');
+
+@InputType('InvitationInput')
+export class InvitationInput {
+  @Field()
+  email!: string;
+
+  @Field({ description: 'owner (owners only), admin or member' })
+  role!: string;
+}
+
+@InputType('BulkInvitationInput')
+export class BulkInvitationInput {
+  @Field(() => [InvitationInput], { description: '1 to 100 invitations' })
+  invitations!: InvitationInput[];
+}
+
+@ObjectType('BulkInvitationError')
+export class BulkInvitationErrorType {
+  @Field({ description: 'The error code, as a single request would have got it' })
+  code!: string;
+
+  @Field()
+  detail!: string;
+}
+
+@ObjectType('BulkInvitationOutcome', { description: 'What became of one row of a bulk invitation' })
+export class BulkInvitationOutcomeType {
+  @Field()
+  email!: string;
+
+  @Field({ description: 'created or failed' })
+  status!: string;
+
+  @Field(() => InvitationType, { nullable: true })
+  invitation!: InvitationType | null;
+
+  @Field(() => BulkInvitationErrorType, { nullable: true })
+  error!: BulkInvitationErrorType | null;
+}
+
+@ObjectType('BulkInvitationResult')
+export class BulkInvitationResultType {
+  @Field(() => [BulkInvitationOutcomeType], { description: 'One outcome per row, in the order given' })
+  results!: BulkInvitationOutcomeType[];
+
+  @Field(() => Int)
+  created!: number;
+
+  @Field(() => Int)
+  failed!: number;
+}
+
+@Resolver()
+export class InvitationResolver {
+  @Query(() => InvitationPageType, {
+    description: "The caller's company's invitations, newest first (owners, admins, API keys); status filters by pending, accepted, revoked or expired",
+  })
+  invitations(
+    @Ctx() ctx: GraphQLContext,
+    @Arg('status', () => String, { nullable: true }) status: string | null,
+    @Arg('page', () => Int, { defaultValue: 1 }) page: number,
+    @Arg('perPage', () => Int, { defaultValue: 20 }) perPage: number,
+  ) {
+    return ctx.services.invitations.list(ctx.principal, { status, page, perPage });
+  }
+
+  @Mutation(() => InvitationType, {
+    description:
+      "Invites an address into the caller's company and mails a single-use link; only owners may invite owners. " +
+      'A user with the address is email_taken, a pending invitation for it conflict.',
+  })
+  createInvitation(@Arg('input', () => InvitationInput) input: InvitationInput, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.invitations.invite(ctx.principal, input, ctx.meta);
+  }
+
+  @Mutation(() => BulkInvitationResultType, {
+    description: 'Invites up to 100 addresses; each row is created or fails on its own',
+  })
+  createInvitations(@Arg('input', () => BulkInvitationInput) input: BulkInvitationInput, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.invitations.inviteBulk(ctx.principal, input.invitations, ctx.meta);
+  }
+
+  @Mutation(() => InvitationType, {
+    description: 'Mails a new link for a pending or expired invitation, with a new expiry; the previous link stops working',
+  })
+  resendInvitation(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.invitations.resend(ctx.principal, id, ctx.meta);
+  }
+
+  @Mutation(() => InvitationType, { description: 'Revokes a pending invitation; its link stops working' })
+  revokeInvitation(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.invitations.revoke(ctx.principal, id, ctx.meta);
+  }
+}

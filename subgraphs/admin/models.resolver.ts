@@ -1,0 +1,98 @@
+import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import type { GraphQLContext } from '../context';
+
+@ObjectType('AdminModel', { description: 'A model of the platform-wide catalog, blocked or not' })
+export class AdminModelType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  displayName!: string;
+
+  @Field()
+  provider!: string;
+
+  @Field()
+  family!: string;
+
+  @Field(() => Int, { description: 'Credits per 1,000 tokens' })
+  creditCost!: number;
+
+  @Field(() => Int, { description: 'Context window in tokens' })
+  contextLength!: number;
+
+  @Field({ description: 'Blocked models are hidden from the model list and refused (model_blocked)' })
+  blocked!: boolean;
+
+  @Field()
+  createdAt!: Date;
+}
+
+@InputType('ModelCreateInput')
+export class ModelCreateInput {
+  @Field(() => ID, { description: 'Slug: lower-case letters, digits, ".", "_" and "-", 1 to 100 characters' })
+  id!: string;
+
+  @Field()
+  displayName!: string;
+
+  @Field()
+  provider!: string;
+
+  @Field()
+  family!: string;
+
+  @Field(() => Int, { description: 'Credits per 1,000 tokens, >= 0' })
+  creditCost!: number;
+
+  @Field(() => Int, { description: 'Context window in tokens, > 0' })
+  contextLength!: number;
+
+  @Field(() => Boolean, { nullable: true, description: 'Default false' })
+  blocked?: boolean | null;
+}
+
+@InputType('ModelPatchInput', { description: 'Fields to change; omitted or null fields stay as they are' })
+export class ModelPatchInput {
+  @Field(() => String, { nullable: true })
+  displayName?: string | null;
+
+  @Field(() => String, { nullable: true })
+  provider?: string | null;
+
+  @Field(() => String, { nullable: true })
+  family?: string | null;
+
+  @Field(() => Int, { nullable: true })
+  creditCost?: number | null;
+
+  @Field(() => Int, { nullable: true })
+  contextLength?: number | null;
+
+  @Field(() => Boolean, { nullable: true })
+  blocked?: boolean | null;
+}
+
+@Resolver()
+export class ModelAdminResolver {
+  @Query(() => [AdminModelType], { description: 'The whole model catalog, blocked models included (owners, admins, API keys)' })
+  adminModels(@Ctx() ctx: GraphQLContext) {
+    return ctx.services.adminModels.list(ctx.principal);
+  }
+
+  @Mutation(() => AdminModelType, { description: 'Adds a model to the catalog; platform superadmins only. Audited model.created.' })
+  createModel(@Arg('input', () => ModelCreateInput) input: ModelCreateInput, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.adminModels.create(ctx.principal, input, ctx.meta);
+  }
+
+  @Mutation(() => AdminModelType, {
+    description: 'Changes a catalog model (blocked: true hides and refuses it at once); platform superadmins only. Audited model.updated.',
+  })
+  updateModel(
+    @Arg('id', () => ID) id: string,
+    @Arg('input', () => ModelPatchInput) input: ModelPatchInput,
+    @Ctx() ctx: GraphQLContext,
+  ) {
+    return ctx.services.adminModels.update(ctx.principal, id, input, ctx.meta);
+  }
+}

@@ -1,0 +1,27 @@
+import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
+import type { GraphQLContext } from '../context';
+import { AuthPayloadType } from './types';
+
+@InputType('AcceptInvitationInput')
+export class AcceptInvitationInput {
+  @Field({ description: 'The token from the invitation link' })
+  token!: string;
+
+  @Field({ description: 'The new account password (at least 12 characters)' })
+  password!: string;
+
+  @Field(() => String, { nullable: true, description: 'Display name, 1 to 200 characters' })
+  name?: string | null;
+}
+
+@Resolver()
+export class InvitationAcceptResolver {
+  @Mutation(() => AuthPayloadType, {
+    description:
+      "Public: creates the invited user in the invitation's company with its role and signs them in. A bad, used, " +
+      'revoked or expired token is invitation_invalid.',
+  })
+  acceptInvitation(@Arg('input', () => AcceptInvitationInput) input: AcceptInvitationInput, @Ctx() ctx: GraphQLContext) {
+    return ctx.services.invitations.accept(input, ctx.meta);
+  }
+}

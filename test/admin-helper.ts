@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { bearer, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
+import { hashPassword } from '../src/auth/password';
+import { Company } from '../src/domains/identity/company.entity';
+import { User, type Role, type UserStatus } from '../src/domains/identity/user.entity';
+import { inContext } from '../src/services';
+
+/** Shared set-up of the administration tests (companies, models, API keys). */
+export function assertCode(res: LightMyRequestResponse, status: number, code: string) {
+  assert.equal(res.statusCode, status, res.body);
+  assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
+  assert.equal(res.json().code, code, `expected ${code}, got ${res.body}`);
+}
+
+/** A 422 whose errors name the location `where` (e.g. body.name). */
+export function assertInvalid(res: LightMyRequestResponse, where: string) {
+  assertCode(res, 422, 'validation_error');
+  const locs = (res.json().errors as { loc: (string | number)[] }[]).map((e) => e.loc.join('.'));
+  assert.ok(locs.includes(where), `expected an error at ${where}, got ${res.body}`);
+}
+
+export async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
+  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
+}
+
+export async function seedUser(app: FastifyInstance, companyId: string, role: Role = 'member', status: UserStatus = 'active') {
+  const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
+  await inContext(app.services.orm, async () => {
+    const em = app.services.orm.em.fork();
+    em.create(User, { company: em.getReference(Company, companyId), email, role, status, passwordHash: await hashPassword(PASSWORD, 1024) });
+    await em.flush();
+  });
+  const [row] = await sql<{ id: string }>(app, 'select id from users where email = ?', [email]);
+  return { email, userId: row!.id };
+}
+
+/**
+ * Company A (owner, admin, member, API key), company B (owner, API key) and a
+ * platform superadmin in a third company, each signed in.
+ */
+export async function cast(app: FastifyInstance) {
+  const a = await seedOwner(app, `owner-a-${Math.random().toString(36).slice(2)}@example.com`, 'Company A');
+  const b = await seedOwner(app, `owner-b-${Math.random().toString(36).slice(2)}@example.com`, 'Company B');
+  const adminA = await seedUser(app, a.companyId, 'admin');
+  const memberA = await seedUser(app, a.companyId, 'member');
+  const operatorEmail = `ops-${Math.random().toString(36).slice(2)}@example.com`;
+  const operator = await inContext(app.services.orm, () =>
+    app.services.identity.createCompanyWithOwner({ email: operatorEmail, password: PASSWORD, company: 'Platform', superadmin: true }),
+  );
+  const keyA = await createCompanyKey(app, a.companyId, 'key A');
+  const keyB = await createCompanyKey(app, b.companyId, 'key B');
+  return {
+    a,
+    b,
+    adminA,
+    memberA,
+    platformCompanyId: operator.company.id,
+    operatorId: operator.user.id,
+    keyA,
+    keyB,
+    tokens: {
+      ownerA: (await login(app, a.email)).access_token,
+      adminA: (await login(app, adminA.email)).access_token,
+      memberA: (await login(app, memberA.email)).access_token,
+      ownerB: (await login(app, b.email)).access_token,
+      superadmin: (await login(app, operatorEmail)).access_token,
+      keyA: keyA.key,
+      keyB: keyB.key,
+    },
+  };
+}
+
+export function call(app: FastifyInstance, token: string, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) {
+  return app.inject({ method, url, headers: bearer(token), ...(payload === undefined ? {} : { payload: payload as object }) });
+}
+
+export async function gql(app: FastifyInstance, token: string, query: string, variables: Record<string, unknown> = {}) {
+  const res = await app.inject({ method: 'POST', url: '/graphql', payload: { query, variables }, headers: bearer(token) });
+  return res.json() as { data?: Record<string, unknown> | null; errors?: { extensions: { code: string } }[] };
+}

@@ -1,0 +1,141 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
+import { hashPassword } from '../src/auth/password';
+import { Company } from '../src/domains/identity/company.entity';
+import { User } from '../src/domains/identity/user.entity';
+import { inContext } from '../src/services';
+
+const SESSIONS = '/v1/admin/security/sessions';
+const FIREFOX_LINUX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0';
+
+function assertCode(res: LightMyRequestResponse, status: number, code: string) {
+  assert.equal(res.statusCode, status, res.body);
+  assert.equal(res.json().code, code, res.body);
+}
+
+async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
+  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
+}
+
+async function seedUser(app: FastifyInstance, companyId: string, role: 'member' | 'admin' = 'member') {
+  const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
+  await inContext(app.services.orm, async () => {
+    const em = app.services.orm.em.fork();
+    em.create(User, { company: em.getReference(Company, companyId), email, role, passwordHash: await hashPassword(PASSWORD, 1024) });
+    await em.flush();
+  });
+  const [row] = await sql<{ id: string }>(app, 'select id from users where email = ?', [email]);
+  return { email, userId: row!.id };
+}
+
+async function loginAs(app: FastifyInstance, email: string, userAgent?: string) {
+  await new Promise((resolve) => setTimeout(resolve, 3));
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/auth/login',
+    headers: userAgent ? { 'user-agent': userAgent } : {},
+    payload: { email, password: PASSWORD },
+    remoteAddress: '10.0.0.7',
+  });
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json() as { access_token: string; refresh_token: string };
+}
+
+test("the company's active sessions, newest first, paged with a Link header; revoked and other companies' sessions left out", async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const member = await seedUser(app, owner.companyId);
+  const stranger = await seedOwner(app, undefined, 'Elsewhere');
+  const ownerToken = (await loginAs(app, owner.email)).access_token;
+  const memberFirst = await loginAs(app, member.email, FIREFOX_LINUX);
+  await loginAs(app, member.email);
+  await loginAs(app, stranger.email);
+  // A revoked session is not active.
+  await app.inject({ method: 'POST', url: '/v1/auth/logout', headers: bearer(memberFirst.access_token) });
+
+  const res = await app.inject({ url: SESSIONS, headers: bearer(ownerToken) });
+  assert.equal(res.statusCode, 200, res.body);
+  const body = res.json();
+  assert.equal(body.total, 2);
+  assert.equal(body.per_page, 50);
+  assert.equal(body.page, 1);
+  assert.deepEqual(body.items.map((s: { email: string }) => s.email), [member.email, owner.email]);
+  const [first] = body.items;
+  assert.deepEqual(Object.keys(first).sort(), ['created_at', 'device', 'email', 'id', 'ip', 'last_seen_at', 'user_agent', 'user_id']);
+  assert.equal(first.user_id, member.userId);
+  assert.equal(first.ip, '10.0.0.7');
+
+  const paged = await app.inject({ url: `${SESSIONS}?per_page=1&page=2`, headers: bearer(ownerToken) });
+  assert.equal(paged.json().items.length, 1);
+  assert.equal(paged.json().items[0].email, owner.email);
+  const link = String(paged.headers.link);
+  assert.match(link, /per_page=1&page=1>; rel="first"/);
+  assert.match(link, /per_page=1&page=1>; rel="prev"/);
+  assert.match(link, /per_page=1&page=2>; rel="last"/);
+  assertCode(await app.inject({ url: `${SESSIONS}?per_page=101`, headers: bearer(ownerToken) }), 422, 'validation_error');
+
+  // The device is read from the user agent.
+  await loginAs(app, member.email, FIREFOX_LINUX);
+  const newest = (await app.inject({ url: `${SESSIONS}?per_page=1`, headers: bearer(ownerToken) })).json().items[0];
+  assert.equal(newest.device, 'Firefox on Linux');
+
+  // GraphQL answers the same list.
+  const gql = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: bearer(ownerToken),
+    payload: { query: '{ companySessions(perPage: 10) { total perPage items { email userId } } }' },
+  });
+  assert.equal(gql.json().data.companySessions.total, 3);
+  assert.equal(gql.json().data.companySessions.perPage, 10);
+});
+
+test('sessions: owner, admin and company key may; a member 403; another company only for a superadmin', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const member = await seedUser(app, owner.companyId);
+  const admin = await seedUser(app, owner.companyId, 'admin');
+  const other = await seedOwner(app, undefined, 'Other');
+  const { key } = await createCompanyKey(app, owner.companyId);
+  await inContext(app.services.orm, () =>
+    app.services.identity.createCompanyWithOwner({ email: 'root@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
+  );
+  const ownerToken = (await login(app, owner.email)).access_token;
+  const adminToken = (await login(app, admin.email)).access_token;
+  const memberToken = (await login(app, member.email)).access_token;
+  await login(app, other.email);
+  const superToken = (await login(app, 'root@example.com')).access_token;
+
+  for (const token of [ownerToken, adminToken, key]) {
+    const res = await app.inject({ url: SESSIONS, headers: bearer(token) });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(res.json().total, 3);
+  }
+  assertCode(await app.inject({ url: SESSIONS, headers: bearer(memberToken) }), 403, 'forbidden');
+  assertCode(await app.inject({ url: `${SESSIONS}?company_id=${other.companyId}`, headers: bearer(ownerToken) }), 403, 'forbidden');
+  assertCode(await app.inject({ url: `${SESSIONS}?company_id=${other.companyId}`, headers: bearer(key) }), 403, 'forbidden');
+  const bySuper = await app.inject({ url: `/api${SESSIONS}?company_id=${other.companyId}`, headers: bearer(superToken) });
+  assert.equal(bySuper.statusCode, 200, bySuper.body);
+  assert.deepEqual(bySuper.json().items.map((s: { email: string }) => s.email), [other.email]);
+  assertCode(await app.inject({ url: SESSIONS }), 401, 'unauthenticated');
+});
+
+test('sessions idle past the company policy are not listed', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const member = await seedUser(app, owner.companyId);
+  const ownerToken = (await login(app, owner.email)).access_token;
+  await login(app, member.email);
+  const put = await app.inject({
+    method: 'PATCH',
+    url: '/v1/admin/security/policy',
+    headers: bearer(ownerToken),
+    payload: { session_idle_timeout_minutes: 15 },
+  });
+  assert.equal(put.statusCode, 200, put.body);
+  await sql(app, 'update sessions set last_seen_at = ? where user_id = ?', [Date.now() - 20 * 60_000, member.userId]);
+  const res = await app.inject({ url: SESSIONS, headers: bearer(ownerToken) });
+  assert.deepEqual(res.json().items.map((s: { email: string }) => s.email), [owner.email]);
+});

@@ -1,0 +1,449 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import WebSocket from 'ws';
+import { createClient } from 'graphql-ws';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
+import { hashPassword } from '../src/auth/password';
+import { Company } from '../src/domains/identity/company.entity';
+import { User } from '../src/domains/identity/user.entity';
+import { inContext } from '../src/services';
+import { googleClaims, signIn, ssoConfig, startMockProvider, type MockProvider } from './oidc-mock';
+import { totp } from './totp';
+
+const POLICY = '/v1/admin/security/policy';
+const DEFAULTS = {
+  mfa_required: false,
+  min_password_length: 12,
+  session_idle_timeout_minutes: null,
+  allowed_sso_providers: ['google', 'microsoft'],
+  sso_signup_email_domains: [],
+  ip_allowlist: [],
+  api_key_max_age_days: null,
+};
+
+function assertCode(res: LightMyRequestResponse, status: number, code: string) {
+  assert.equal(res.statusCode, status, res.body);
+  assert.equal(res.json().code, code, res.body);
+}
+
+async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
+  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
+}
+
+async function seedUser(app: FastifyInstance, companyId: string, role: 'member' | 'admin' = 'member') {
+  const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
+  await inContext(app.services.orm, async () => {
+    const em = app.services.orm.em.fork();
+    em.create(User, { company: em.getReference(Company, companyId), email, role, passwordHash: await hashPassword(PASSWORD, 1024) });
+    await em.flush();
+  });
+  const [row] = await sql<{ id: string }>(app, 'select id from users where email = ?', [email]);
+  return { email, userId: row!.id };
+}
+
+const put = (app: FastifyInstance, token: string, payload: unknown, options: { method?: 'PUT' | 'PATCH'; ip?: string; query?: string } = {}) =>
+  app.inject({
+    method: options.method ?? 'PUT',
+    url: `${POLICY}${options.query ?? ''}`,
+    headers: bearer(token),
+    payload: payload as Record<string, unknown>,
+    ...(options.ip ? { remoteAddress: options.ip } : {}),
+  });
+
+async function gql(app: FastifyInstance, token: string, query: string, variables: Record<string, unknown> = {}) {
+  const res = await app.inject({ method: 'POST', url: '/graphql', headers: bearer(token), payload: { query, variables } });
+  return res.json() as { data: Record<string, unknown> | null; errors?: { extensions: { code: string } }[] };
+}
+
+test('GET answers the defaults; PUT and PATCH change only the fields given; audited with the changes; GraphQL alike', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token: token } = await login(app, owner.email);
+
+  const initial = await app.inject({ url: POLICY, headers: bearer(token) });
+  assert.equal(initial.statusCode, 200, initial.body);
+  assert.deepEqual(initial.json(), { company_id: owner.companyId, ...DEFAULTS, updated_at: null, updated_by: null });
+
+  const first = await put(app, token, { min_password_length: 16, sso_signup_email_domains: ['@Example.COM'] });
+  assert.equal(first.statusCode, 200, first.body);
+  assert.equal(first.json().min_password_length, 16);
+  assert.deepEqual(first.json().sso_signup_email_domains, ['example.com']);
+  assert.equal(first.json().updated_by, owner.userId);
+  assert.ok(first.json().updated_at);
+
+  const second = await put(app, token, { session_idle_timeout_minutes: 30, allowed_sso_providers: ['microsoft'] }, { method: 'PATCH' });
+  assert.equal(second.statusCode, 200, second.body);
+  assert.deepEqual(
+    { ...(second.json() as Record<string, unknown>), updated_at: undefined },
+    {
+      ...DEFAULTS,
+      company_id: owner.companyId,
+      min_password_length: 16,
+      sso_signup_email_domains: ['example.com'],
+      session_idle_timeout_minutes: 30,
+      allowed_sso_providers: ['microsoft'],
+      updated_at: undefined,
+      updated_by: owner.userId,
+    },
+  );
+  // null turns the idle timeout off again; the other fields stay.
+  const third = await put(app, token, { session_idle_timeout_minutes: null }, { method: 'PATCH', query: '' });
+  assert.equal(third.json().session_idle_timeout_minutes, null);
+  assert.equal(third.json().min_password_length, 16);
+  assert.deepEqual((await app.inject({ url: `/api${POLICY}`, headers: bearer(token) })).json(), third.json());
+
+  const audit = await sql<{ data: string; actor_id: string; target_id: string }>(
+    app,
+    "select data, actor_id, target_id from audit_events where action = 'security_policy.updated' order by created_at, rowid",
+  );
+  assert.equal(audit.length, 3);
+  assert.equal(audit[0]!.actor_id, owner.userId);
+  assert.equal(audit[0]!.target_id, owner.companyId);
+  assert.deepEqual(JSON.parse(audit[1]!.data).changes, {
+    session_idle_timeout_minutes: { from: null, to: 30 },
+    allowed_sso_providers: { from: ['google', 'microsoft'], to: ['microsoft'] },
+  });
+  // A PUT that changes nothing is not audited.
+  await put(app, token, { min_password_length: 16 });
+  assert.equal((await sql(app, "select 1 from audit_events where action = 'security_policy.updated'")).length, 3);
+
+  const viaGraphql = await gql(
+    app,
+    token,
+    'mutation($input: SecurityPolicyInput!) { updateSecurityPolicy(input: $input) { mfaRequired apiKeyMaxAgeDays minPasswordLength } }',
+    { input: { apiKeyMaxAgeDays: 90 } },
+  );
+  assert.deepEqual(viaGraphql.data?.updateSecurityPolicy, { mfaRequired: false, apiKeyMaxAgeDays: 90, minPasswordLength: 16 });
+  const read = await gql(app, token, '{ securityPolicy { companyId apiKeyMaxAgeDays allowedSsoProviders } }');
+  assert.deepEqual(read.data?.securityPolicy, { companyId: owner.companyId, apiKeyMaxAgeDays: 90, allowedSsoProviders: ['microsoft'] });
+});
+
+test('validation: 422 with loc for a bad CIDR, an unknown provider, out-of-range numbers and unknown fields; nothing changes', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token: token } = await login(app, owner.email);
+  const locs = (res: LightMyRequestResponse) => (res.json().errors as { loc: unknown[] }[]).map((e) => e.loc);
+
+  const bad = await put(app, token, {
+    ip_allowlist: ['127.0.0.1/32', '10.0.0.0/33', 'not-an-ip', '2001:db8::/129'],
+    sso_signup_email_domains: ['example.com', 'not a domain'],
+  });
+  assertCode(bad, 422, 'validation_error');
+  const sorted = (list: unknown[][]) => list.map((l) => JSON.stringify(l)).sort();
+  assert.deepEqual(sorted(locs(bad)), sorted([
+    ['body', 'sso_signup_email_domains', 1],
+    ['body', 'ip_allowlist', 1],
+    ['body', 'ip_allowlist', 2],
+    ['body', 'ip_allowlist', 3],
+  ]));
+
+  const provider = await put(app, token, { allowed_sso_providers: ['google', 'github'] });
+  assertCode(provider, 422, 'validation_error');
+  assert.deepEqual(locs(provider), [['body', 'allowed_sso_providers', 1]]);
+  for (const [field, value] of [
+    ['min_password_length', 11],
+    ['min_password_length', 129],
+    ['session_idle_timeout_minutes', 4],
+    ['session_idle_timeout_minutes', 43_201],
+    ['api_key_max_age_days', 0],
+    ['mfa_required', 'yes'],
+  ] as const) {
+    const res = await put(app, token, { [field]: value }, { method: 'PATCH' });
+    assertCode(res, 422, 'validation_error');
+    assert.deepEqual(locs(res), [['body', field]], `${field}=${value}`);
+  }
+  const unknown = await put(app, token, { mfa_required: true, password_expiry_days: 30 });
+  assertCode(unknown, 422, 'validation_error');
+  assert.deepEqual(locs(unknown), [['body', 'password_expiry_days']]);
+
+  // GraphQL: the same core checks, with the same loc.
+  const viaGraphql = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: bearer(token),
+    payload: { query: 'mutation { updateSecurityPolicy(input: { ipAllowlist: ["300.1.1.1"] }) { ipAllowlist } }' },
+  });
+  const error = viaGraphql.json().errors[0];
+  assert.equal(error.extensions.code, 'validation_error');
+
+  // An allow-list that leaves out the caller's own address would lock them out.
+  const lockout = await put(app, token, { ip_allowlist: ['192.168.0.0/16'] }, { ip: '10.1.2.3' });
+  assertCode(lockout, 422, 'validation_error');
+  assert.deepEqual(locs(lockout), [['body', 'ip_allowlist']]);
+
+  const after = await app.inject({ url: POLICY, headers: bearer(token) });
+  assert.deepEqual({ ...(after.json() as Record<string, unknown>), company_id: undefined, updated_at: undefined, updated_by: undefined }, {
+    ...DEFAULTS,
+    company_id: undefined,
+    updated_at: undefined,
+    updated_by: undefined,
+  });
+});
+
+test('roles: owner, admin and company key may; a member is 403; another company only for a superadmin', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const other = await seedOwner(app, undefined, 'Other');
+  const admin = await seedUser(app, owner.companyId, 'admin');
+  const member = await seedUser(app, owner.companyId, 'member');
+  const { key } = await createCompanyKey(app, owner.companyId);
+  await inContext(app.services.orm, () =>
+    app.services.identity.createCompanyWithOwner({ email: 'ops@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
+  );
+  const adminToken = (await login(app, admin.email)).access_token;
+  const memberToken = (await login(app, member.email)).access_token;
+  const ownerToken = (await login(app, owner.email)).access_token;
+  const superToken = (await login(app, 'ops@example.com')).access_token;
+
+  for (const token of [ownerToken, adminToken, key]) {
+    assert.equal((await app.inject({ url: POLICY, headers: bearer(token) })).statusCode, 200);
+    assert.equal((await put(app, token, { mfa_required: false })).statusCode, 200);
+  }
+  const byKey = await put(app, key, { api_key_max_age_days: 365 });
+  assert.equal(byKey.statusCode, 200, byKey.body);
+  assertCode(await app.inject({ url: POLICY, headers: bearer(memberToken) }), 403, 'forbidden');
+  assertCode(await put(app, memberToken, { mfa_required: true }), 403, 'forbidden');
+  assertCode(await app.inject({ url: POLICY }), 401, 'unauthenticated');
+
+  // Naming another company: 403 for its owner's peers, allowed for a superadmin.
+  assertCode(await app.inject({ url: `${POLICY}?company_id=${other.companyId}`, headers: bearer(ownerToken) }), 403, 'forbidden');
+  const bySuper = await put(app, superToken, { min_password_length: 20 }, { query: `?company_id=${other.companyId}` });
+  assert.equal(bySuper.statusCode, 200, bySuper.body);
+  assert.equal(bySuper.json().company_id, other.companyId);
+  const otherToken = (await login(app, other.email)).access_token;
+  assert.equal((await app.inject({ url: POLICY, headers: bearer(otherToken) })).json().min_password_length, 20);
+  assert.equal((await app.inject({ url: POLICY, headers: bearer(ownerToken) })).json().min_password_length, 12);
+  assertCode(
+    await app.inject({ url: `${POLICY}?company_id=${randomUUID()}`, headers: bearer(superToken) }),
+    404,
+    'not_found',
+  );
+});
+
+test('mfa_required: a user without MFA signs in but may only enrol (and read the profile, sign out) until enrolled', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const member = await seedUser(app, owner.companyId);
+  const ownerToken = (await login(app, owner.email)).access_token;
+  assert.equal((await put(app, ownerToken, { mfa_required: true })).statusCode, 200);
+
+  const { access_token: token } = await login(app, member.email);
+  assertCode(await app.inject({ url: '/v1/me/sessions', headers: bearer(token) }), 403, 'mfa_enrollment_required');
+  assertCode(await app.inject({ url: POLICY, headers: bearer(ownerToken) }), 403, 'mfa_enrollment_required');
+  assert.equal((await app.inject({ url: '/v1/me/profile', headers: bearer(token) })).statusCode, 200);
+  const blocked = await gql(app, token, '{ me { __typename } mySessions { total } }');
+  assert.equal(blocked.errors?.[0]?.extensions.code, 'mfa_enrollment_required');
+  assert.ok((await gql(app, token, '{ me { __typename } }')).data?.me);
+  // Public operations are untouched.
+  assert.equal((await app.inject({ url: '/v1/health', headers: bearer(token) })).statusCode, 200);
+
+  const setup = await app.inject({ method: 'POST', url: '/v1/me/mfa/setup', headers: bearer(token) });
+  assert.equal(setup.statusCode, 200, setup.body);
+  const verified = await app.inject({
+    method: 'POST',
+    url: '/v1/me/mfa/verify',
+    headers: bearer(token),
+    payload: { totp_code: totp(setup.json().secret) },
+  });
+  assert.equal(verified.statusCode, 200, verified.body);
+  assert.equal((await app.inject({ url: '/v1/me/sessions', headers: bearer(token) })).statusCode, 200);
+
+  // Turning the rule off frees the others at once.
+  await sql(app, 'update security_policies set mfa_required = 0');
+  app.services.bus.publish('security_policy.changed', { companyId: owner.companyId, version: 99 });
+  assert.equal((await app.inject({ url: POLICY, headers: bearer(ownerToken) })).statusCode, 200);
+});
+
+test('min_password_length: a password reset shorter than the policy is 422; a long enough one is accepted', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const member = await seedUser(app, owner.companyId);
+  const ownerToken = (await login(app, owner.email)).access_token;
+  assert.equal((await put(app, ownerToken, { min_password_length: 20 })).statusCode, 200);
+
+  await app.inject({ method: 'POST', url: '/v1/auth/password-reset/request', payload: { email: member.email } });
+  await app.services.passwordReset.idle();
+  const [mail] = await sql<{ text: string }>(app, "select text from mail_outbox where template = 'password_reset'");
+  const token = /reset-password\?token=([A-Za-z0-9_-]+)/.exec(mail!.text)![1]!;
+  const short = await app.inject({
+    method: 'POST',
+    url: '/v1/auth/password-reset/confirm',
+    payload: { token, new_password: 'fifteen-chars-x' },
+  });
+  assertCode(short, 422, 'validation_error');
+  assert.deepEqual(short.json().errors[0].loc, ['body', 'new_password']);
+  const ok = await app.inject({
+    method: 'POST',
+    url: '/v1/auth/password-reset/confirm',
+    payload: { token, new_password: 'twenty-characters-long!' },
+  });
+  assert.ok(ok.statusCode < 300, ok.body);
+  // Existing passwords still sign in.
+  assert.equal((await login(app, owner.email)).user.email, owner.email);
+});
+
+test('session_idle_timeout_minutes: a session idle past the timeout is 401 token_invalid and ended; an active one lives', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const member = await seedUser(app, owner.companyId);
+  const ownerToken = (await login(app, owner.email)).access_token;
+  assert.equal((await put(app, ownerToken, { session_idle_timeout_minutes: 5 })).statusCode, 200);
+
+  const idle = await login(app, member.email);
+  const busy = await login(app, member.email);
+  // The busy session is used now (cached, with in-memory activity); then both look idle in the database.
+  assert.equal((await app.inject({ url: '/v1/me/profile', headers: bearer(busy.access_token) })).statusCode, 200);
+  await sql(app, 'update sessions set last_seen_at = ? where user_id = ?', [Date.now() - 10 * 60_000, member.userId]);
+
+  const refused = await app.inject({ url: '/v1/me/profile', headers: bearer(idle.access_token) });
+  assertCode(refused, 401, 'token_invalid');
+  assert.match(refused.json().detail, /without activity/);
+  // The session is over: its refresh token cannot revive it.
+  assertCode(
+    await app.inject({ method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: idle.refresh_token } }),
+    401,
+    'token_invalid',
+  );
+  const [row] = await sql<{ revoked_reason: string }>(app, 'select revoked_reason from sessions where id = (select id from sessions where user_id = ? order by created_at limit 1)', [member.userId]);
+  assert.equal(row!.revoked_reason, 'idle_timeout');
+  // The cached session was used a moment ago on this node: the later of the two last-seen values counts.
+  assert.equal((await app.inject({ url: '/v1/me/profile', headers: bearer(busy.access_token) })).statusCode, 200);
+
+  // Without the rule, idleness does not matter.
+  assert.equal((await put(app, ownerToken, { session_idle_timeout_minutes: null })).statusCode, 200);
+  const other = await login(app, member.email);
+  await sql(app, 'update sessions set last_seen_at = ? where revoked_at is null', [Date.now() - 10 * 60_000]);
+  assert.equal((await app.inject({ url: '/v1/me/profile', headers: bearer(other.access_token) })).statusCode, 200);
+});
+
+test('ip_allowlist: users and keys of the company outside the list get 403 ip_not_allowed; IPv4 and IPv6; other companies unaffected', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const stranger = await seedOwner(app, undefined, 'Elsewhere');
+  const { key } = await createCompanyKey(app, owner.companyId);
+  const ownerToken = (await login(app, owner.email)).access_token;
+  const strangerToken = (await login(app, stranger.email)).access_token;
+  const set = await put(app, ownerToken, { ip_allowlist: ['10.0.0.0/8', '2001:db8::/32'] }, { ip: '10.1.2.3' });
+  assert.equal(set.statusCode, 200, set.body);
+  assert.deepEqual(set.json().ip_allowlist, ['10.0.0.0/8', '2001:db8::/32']);
+
+  const from = (token: string, ip: string, url = '/v1/me/profile') => app.inject({ url, headers: bearer(token), remoteAddress: ip });
+  assert.equal((await from(ownerToken, '10.1.2.3')).statusCode, 200);
+  assert.equal((await from(key, '10.200.0.1')).statusCode, 200);
+  assert.equal((await from(ownerToken, '2001:db8::1')).statusCode, 200);
+  assert.equal((await from(ownerToken, '::ffff:10.9.9.9')).statusCode, 200);
+  for (const ip of ['192.168.1.1', '11.0.0.1', '2001:db9::1', '127.0.0.1']) {
+    const res = await from(ownerToken, ip);
+    assertCode(res, 403, 'ip_not_allowed');
+    assert.match(res.json().detail, new RegExp(ip.replace(/[.:]/g, '\\$&')));
+  }
+  assertCode(await from(key, '192.168.1.1'), 403, 'ip_not_allowed');
+  const viaGraphql = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: bearer(ownerToken),
+    remoteAddress: '192.168.1.1',
+    payload: { query: '{ me { __typename } }' },
+  });
+  assert.equal(viaGraphql.json().errors[0].extensions.code, 'ip_not_allowed');
+  // Another company has no list; public routes do not care.
+  assert.equal((await from(strangerToken, '192.168.1.1')).statusCode, 200);
+  assert.equal((await app.inject({ url: '/v1/health', headers: bearer(ownerToken), remoteAddress: '192.168.1.1' })).statusCode, 200);
+
+  // Emptying the list (from inside it) opens every address again at once.
+  assert.equal((await put(app, ownerToken, { ip_allowlist: [] }, { ip: '10.1.2.3' })).statusCode, 200);
+  assert.equal((await from(ownerToken, '192.168.1.1')).statusCode, 200);
+});
+
+test('api_key_max_age_days: a company key older than the limit is 401 token_invalid, even while cached', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const ownerToken = (await login(app, owner.email)).access_token;
+  const old = await createCompanyKey(app, owner.companyId, 'old key');
+  const fresh = await createCompanyKey(app, owner.companyId, 'fresh key');
+  await sql(app, 'update api_keys set created_at = ? where id = ?', [Date.now() - 40 * 86_400_000, old.id]);
+  // Both keys are resolved (and cached) before the rule exists.
+  assert.equal((await app.inject({ url: '/v1/me/profile', headers: bearer(old.key) })).statusCode, 200);
+  assert.equal((await put(app, ownerToken, { api_key_max_age_days: 30 })).statusCode, 200);
+
+  const refused = await app.inject({ url: '/v1/me/profile', headers: bearer(old.key) });
+  assertCode(refused, 401, 'token_invalid');
+  assert.match(refused.json().detail, /older than the 30 days/);
+  assert.equal((await app.inject({ url: '/v1/me/profile', headers: bearer(fresh.key) })).statusCode, 200);
+});
+
+let google: MockProvider;
+let microsoft: MockProvider;
+before(async () => {
+  google = await startMockProvider('google');
+  microsoft = await startMockProvider('microsoft');
+});
+after(async () => {
+  await google.stop();
+  await microsoft.stop();
+});
+
+test('allowed_sso_providers and sso_signup_email_domains: SSO sign-in with a refused provider, sign-up outside the domains, 403', async (t) => {
+  const app = await build(t, { sso: ssoConfig(google, microsoft) });
+  const owner = await seedOwner(app, 'sso-owner@example.com');
+  const ownerToken = (await login(app, owner.email)).access_token;
+  const lastFailure = async () => {
+    const [row] = await sql<{ data: string }>(app, "select data from audit_events where action = 'auth.sso_failed' order by created_at desc, rowid desc limit 1");
+    return JSON.parse(row!.data) as Record<string, unknown>;
+  };
+
+  assert.equal((await signIn(app, google, 'google', googleClaims('g-owner', owner.email))).res.statusCode, 302);
+  assert.equal((await put(app, ownerToken, { allowed_sso_providers: ['microsoft'], sso_signup_email_domains: ['example.com'] })).statusCode, 200);
+  // A linked account, and an existing user matched by email, are both refused.
+  assertCode((await signIn(app, google, 'google', googleClaims('g-owner', owner.email))).res, 403, 'forbidden');
+  assert.equal((await lastFailure()).reason, 'provider_not_allowed');
+
+  // Sign-up through an invitation: the email's domain must be allowed (google allowed again for this).
+  assert.equal((await put(app, ownerToken, { allowed_sso_providers: ['google', 'microsoft'] })).statusCode, 200);
+  const now = Date.now();
+  for (const email of ['hire@other.org', 'hire@example.com']) {
+    const id = randomBytes(16).toString('hex');
+    await sql(
+      app,
+      'insert into invitations (id, company_id, email, role, token_hash, status, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)',
+      [id, owner.companyId, email, 'member', createHash('sha256').update(id).digest('hex'), 'pending', now + 86_400_000, now],
+    );
+  }
+  assertCode((await signIn(app, google, 'google', googleClaims('g-other', 'hire@other.org'))).res, 403, 'forbidden');
+  assert.equal((await lastFailure()).reason, 'email_domain_not_allowed');
+  assert.equal((await sql(app, "select 1 from users where email = 'hire@other.org'")).length, 0);
+  const [invitation] = await sql<{ status: string }>(app, "select status from invitations where email = 'hire@other.org'");
+  assert.equal(invitation!.status, 'pending');
+  assert.equal((await signIn(app, google, 'google', googleClaims('g-hire', 'hire@example.com'))).res.statusCode, 302);
+});
+
+test('ip_allowlist applies to graphql-ws connections too: a socket from outside the list is closed with 4403 ip_not_allowed', async (t) => {
+  const cleanups: (() => unknown)[] = [];
+  const app = await build({ after: (fn: () => unknown) => cleanups.push(fn) });
+  const owner = await seedOwner(app);
+  const { access_token: token } = await login(app, owner.email);
+  assert.equal((await put(app, token, { ip_allowlist: ['10.0.0.0/8'] }, { ip: '10.1.2.3' })).statusCode, 200);
+  // Loopback only: the socket comes from 127.0.0.1, outside the list.
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const closed: { code: number; reason: string }[] = [];
+  const client = createClient({
+    url: `ws://127.0.0.1:${port}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: `Bearer ${token}` },
+    retryAttempts: 0,
+    shouldRetry: () => false,
+    on: { closed: (event) => closed.push(event as { code: number; reason: string }) },
+  });
+  t.after(async () => {
+    await client.dispose();
+    for (const fn of cleanups) await fn();
+  });
+  client.subscribe({ query: 'subscription { auditEvents { action } }' }, { next: () => undefined, error: () => undefined, complete: () => undefined });
+  const deadline = Date.now() + 3000;
+  while (!closed.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(closed.map((c) => [c.code, String(c.reason)]), [[4403, 'ip_not_allowed']]);
+});
