@@ -7,6 +7,7 @@ import {
   type LoginThrottleConfig,
   type PasswordResetConfig,
 } from './domains/identity/account-security.config';
+import { loadConnectorsConfig, type ConnectorsConfig } from './domains/admin/connectors.config';
 
 /**
  * Every setting Atrium reads, with its default. The README's configuration table
@@ -67,6 +68,8 @@ export interface Config {
   loginThrottle: LoginThrottleConfig;
   /** Password reset links: lifetime and mails per user and hour (PASSWORD_RESET_*). */
   passwordReset: PasswordResetConfig;
+  /** Cloud-storage connector checks: token endpoints, test-only loopback switch (CONNECTOR_*). */
+  connectors: ConnectorsConfig;
 }
 
 export interface RateLimitConfig {
@@ -182,6 +185,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     sso: loadSsoConfig(env),
     loginThrottle: loadLoginThrottleConfig(env),
     passwordReset: loadPasswordResetConfig(env),
+    connectors: loadConnectorsConfig(env),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < 32) {
     throw new Error('JWT_SECRET must be at least 32 bytes');

@@ -33,6 +33,7 @@ import { InvitationService } from './domains/admin/invitations.service';
 import { CompanyAdminService } from './domains/admin/companies.service';
 import { ModelAdminService } from './domains/admin/models.service';
 import { ApiKeyAdminService } from './domains/admin/api-keys.service';
+import { ConnectorService } from './domains/admin/connectors.service';
 
 /** The composition root: every core service, wired once per process. */
 export interface Services {
@@ -81,6 +82,8 @@ export interface Services {
   adminUsers: AdminUsersService;
   /** Company security policies: administration and the cached checks run on every request. */
   securityPolicy: SecurityPolicyService;
+  /** A company's cloud-storage connector settings (google_drive, onedrive): read, change, test. */
+  connectors: ConnectorService;
   close(): Promise<void>;
 }
 
@@ -154,6 +157,7 @@ export async function createServices(config: Config): Promise<Services> {
     adminModels: new ModelAdminService(orm, audit),
     adminApiKeys: new ApiKeyAdminService(orm, audit, bus, apiKeys),
     adminUsers: new AdminUsersService(orm, bus, audit, sessions, passwordReset, mfa, loginThrottle, mailer),
+    connectors: new ConnectorService(orm, audit, secretBox, config.connectors),
     close: async () => {
       await passwordReset.idle();
       await accountDeletion.stop();

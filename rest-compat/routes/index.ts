@@ -12,6 +12,7 @@ import { passwordRoutes } from './password.routes';
 import { platformRoutes } from './platform.routes';
 import { ssoRoutes } from './sso.routes';
 import { adminSecurityRoutes } from './admin-security.routes';
+import { adminConnectorRoutes } from './admin-connectors.routes';
 
 /** The route table: every REST path Atrium serves, under both prefixes. */
-export const routeTable: RestRoute[] = [...platformRoutes, ...authRoutes, ...meRoutes, ...mfaRoutes, ...ssoRoutes, ...accountRoutes, ...passwordRoutes, ...adminUserRoutes, ...adminCompanyRoutes, ...adminModelRoutes, ...adminApiKeyRoutes, ...invitationRoutes, ...adminSecurityRoutes];
+export const routeTable: RestRoute[] = [...platformRoutes, ...authRoutes, ...meRoutes, ...mfaRoutes, ...ssoRoutes, ...accountRoutes, ...passwordRoutes, ...adminUserRoutes, ...adminCompanyRoutes, ...adminModelRoutes, ...adminApiKeyRoutes, ...invitationRoutes, ...adminSecurityRoutes, ...adminConnectorRoutes];

@@ -17,6 +17,7 @@ import { OneTimeToken } from '../domains/identity/one-time-token.entity';
 import { SsoMfaChallenge } from '../domains/identity/sso-mfa-challenge.entity';
 import { SecurityPolicy } from '../domains/admin/security-policy.entity';
 import { UsageRecord } from '../domains/billing/usage-record.entity';
+import { ConnectorConfig } from '../domains/admin/connector-config.entity';
 
 /** Every entity the ORM maps; migrations must match this list (a test checks). */
-export const entities = [Company, User, Session, RefreshToken, ApiKey, AuditEvent, Model, Plan, DocsFeedback, MailOutbox, MfaRecoveryCode, SsoState, UserIdentity, Invitation, SsoMfaChallenge, LoginThrottle, OneTimeToken, UsageRecord, SecurityPolicy];
+export const entities = [Company, User, Session, RefreshToken, ApiKey, AuditEvent, Model, Plan, DocsFeedback, MailOutbox, MfaRecoveryCode, SsoState, UserIdentity, Invitation, SsoMfaChallenge, LoginThrottle, OneTimeToken, UsageRecord, SecurityPolicy, ConnectorConfig];

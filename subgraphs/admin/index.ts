@@ -7,8 +7,9 @@ import { CompanyAdminResolver } from './companies.resolver';
 import { ModelAdminResolver } from './models.resolver';
 import { ApiKeyAdminResolver } from './api-keys.resolver';
 import { InvitationResolver } from './invitations.resolver';
+import { ConnectorAdminResolver } from './connectors.resolver';
 
 export const adminSubgraph: SubgraphDefinition = {
   name: 'admin',
-  resolvers: [AuditResolver, PlatformResolver, UserLockResolver, SecurityResolver, AdminUsersResolver, CompanyAdminResolver, ModelAdminResolver, ApiKeyAdminResolver, InvitationResolver],
+  resolvers: [AuditResolver, PlatformResolver, UserLockResolver, SecurityResolver, AdminUsersResolver, CompanyAdminResolver, ModelAdminResolver, ApiKeyAdminResolver, InvitationResolver, ConnectorAdminResolver],
 };

@@ -8,6 +8,7 @@ import { Migration20261122100400EmailChangeDeletion } from './Migration202611221
 import { Migration20261122100500SsoMfa } from './Migration20261122100500-sso-mfa';
 import { Migration20261122100600UsageRecords } from './Migration20261122100600-usage-records';
 import { Migration20261122100800SecurityPolicy } from './Migration20261122100800-security-policy';
+import { Migration20261122100900Connectors } from './Migration20261122100900-connectors';
 
 /** Applied in order on start; never edit a migration that has shipped. */
 export const migrationsList: MigrationObject[] = [
@@ -20,4 +21,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122100500SsoMfa', class: Migration20261122100500SsoMfa },
   { name: 'Migration20261122100600UsageRecords', class: Migration20261122100600UsageRecords },
   { name: 'Migration20261122100800SecurityPolicy', class: Migration20261122100800SecurityPolicy },
+  { name: 'Migration20261122100900Connectors', class: Migration20261122100900Connectors },
 ];
