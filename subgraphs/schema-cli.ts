@@ -22,7 +22,7 @@ export const SCHEMA_DIR = path.resolve(__dirname, '../../schema');
  * the default (HOST 127.0.0.1, PORT 8080) so it does not depend on the
  * environment. A running server serves its own at /openapi.json.
  */
-export const PLACEHOLDER_PUBLIC_URL = 'http://127.0.0.1:8080';
+export const COMMITTED_PUBLIC_URL = 'http://127.0.0.1:8080';
 
 const withNewline = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
 
@@ -34,7 +34,7 @@ export async function generateArtifacts(): Promise<Map<string, string>> {
   for (const subgraph of subgraphs) files.set(`${subgraph.name}.graphql`, withNewline(subgraph.sdl));
   files.set('supergraph.graphql', withNewline(supergraphSdl));
   files.set('api.graphql', withNewline(apiSdl));
-  files.set('openapi.json', `${JSON.stringify(buildOpenApi(PLACEHOLDER_PUBLIC_URL), null, 2)}\n`);
+  files.set('openapi.json', `${JSON.stringify(buildOpenApi(COMMITTED_PUBLIC_URL), null, 2)}\n`);
   return files;
 }
 

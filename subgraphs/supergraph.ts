@@ -92,7 +92,7 @@ function collectImplementations(subgraphs: BuiltSubgraph[]) {
         enums.set(type.name, type);
       } else if (isObjectType(type)) {
         for (const [name, field] of Object.entries(type.toConfig().fields)) {
-          // A field with its own resolver wins over a stub's plain key field.
+          // A field with its own resolver wins over an entity extension's plain key field.
           const key = `${type.name}.${name}`;
           if (!fields.has(key) || field.resolve) fields.set(key, field);
         }

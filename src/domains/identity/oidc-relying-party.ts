@@ -1,8 +1,8 @@
 import * as oidc from 'openid-client';
 import { isLoopbackHost } from './sso.config';
 
-/** The placeholder a multi-tenant provider's discovery document puts in its issuer. */
-export const TENANT_PLACEHOLDER = '{tenantid}';
+/** The variable a multi-tenant provider's discovery document puts in its issuer. */
+export const TENANT_VARIABLE = '{tenantid}';
 /** A tenant id is a GUID; nothing else may be substituted into the issuer template. */
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Discovery documents change rarely; signing keys are refreshed by openid-client's JWKS cache. */
@@ -202,7 +202,7 @@ export class OidcRelyingParty {
     const metadata = config.serverMetadata();
     const issuer = metadata.issuer;
     let template: string | null = null;
-    if (issuer.includes(TENANT_PLACEHOLDER)) {
+    if (issuer.includes(TENANT_VARIABLE)) {
       if (!this.settings.multiTenant || !templateCovers(issuer, expectedIssuer)) {
         throw new OidcError('discovery_failed', `The discovered issuer "${issuer}" does not match the configured one`);
       }
@@ -237,7 +237,7 @@ export class OidcRelyingParty {
 }
 
 function tenantIssuer(template: string, tid: string): string {
-  return template.replace(TENANT_PLACEHOLDER, () => tid);
+  return template.replace(TENANT_VARIABLE, () => tid);
 }
 
 /**
@@ -245,7 +245,7 @@ function tenantIssuer(template: string, tid: string): string {
  * place of `{tenantid}` (e.g. `…/common/v2.0` for `…/{tenantid}/v2.0`).
  */
 function templateCovers(template: string, configured: string): boolean {
-  const parts = stripSlash(template).split(TENANT_PLACEHOLDER);
+  const parts = stripSlash(template).split(TENANT_VARIABLE);
   if (parts.length !== 2) return false;
   const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   return new RegExp(`^${escape(parts[0]!)}[^/?#]+${escape(parts[1]!)}$`).test(stripSlash(configured));
