@@ -9,42 +9,7 @@ import { MAX_ACTIVE_API_KEYS } from '../src/domains/admin/api-keys.service';
 import type { AuditEvent } from '../src/domains/audit/audit-event.entity';
 import { assertCode, assertInvalid, call, cast, gql, seedUser, sql } from './admin-helper';
 import { bearer, build, login, seedOwner } from './helper';
-
-/**
- * Counts SQL statements at the driver, as test/dataloader.test.ts does: every
- * better-sqlite3 statement run, whichever connection prepared it.
- */
-interface Statement {
-  source: string;
-}
-type StatementMethod = (this: Statement, ...args: unknown[]) => unknown;
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const Database = require('better-sqlite3') as new (file: string) => { prepare(sql: string): object; close(): void };
-const statementProto = (() => {
-  const db = new Database(':memory:');
-  const proto = Object.getPrototypeOf(db.prepare('select 1')) as Record<string, StatementMethod>;
-  db.close();
-  return proto;
-})();
-let recording: string[] | null = null;
-for (const method of ['run', 'get', 'all', 'iterate']) {
-  const original = statementProto[method]!;
-  statementProto[method] = function (this: Statement, ...args: unknown[]) {
-    recording?.push(this.source.replace(/\s+/g, ' ').trim());
-    return original.apply(this, args);
-  };
-}
-async function sqlDuring(fn: () => Promise<unknown>): Promise<string[]> {
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  const log: string[] = [];
-  recording = log;
-  try {
-    await fn();
-  } finally {
-    recording = null;
-  }
-  return log;
-}
+import { sqlDuring } from './sql-counter';
 
 const keysOf = (app: FastifyInstance, token: string, query = '') => call(app, token, 'GET', `/v1/admin/api-keys${query}`);
 

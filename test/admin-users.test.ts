@@ -9,42 +9,7 @@ import { User, type Role } from '../src/domains/identity/user.entity';
 import { Company } from '../src/domains/identity/company.entity';
 import { MfaRecoveryCode } from '../src/domains/identity/mfa-recovery-code.entity';
 import type { AuditEvent } from '../src/domains/audit/audit-event.entity';
-
-/**
- * Counts SQL statements at the driver, as test/dataloader.test.ts does: every
- * better-sqlite3 statement run, whichever connection prepared it.
- */
-interface Statement {
-  source: string;
-}
-type StatementMethod = (this: Statement, ...args: unknown[]) => unknown;
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const Database = require('better-sqlite3') as new (file: string) => { prepare(sql: string): object; close(): void };
-const statementProto = (() => {
-  const db = new Database(':memory:');
-  const proto = Object.getPrototypeOf(db.prepare('select 1')) as Record<string, StatementMethod>;
-  db.close();
-  return proto;
-})();
-let recording: string[] | null = null;
-for (const method of ['run', 'get', 'all', 'iterate']) {
-  const original = statementProto[method]!;
-  statementProto[method] = function (this: Statement, ...args: unknown[]) {
-    recording?.push(this.source.replace(/\s+/g, ' ').trim());
-    return original.apply(this, args);
-  };
-}
-async function sqlDuring(fn: () => Promise<unknown>): Promise<string[]> {
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  const log: string[] = [];
-  recording = log;
-  try {
-    await fn();
-  } finally {
-    recording = null;
-  }
-  return log;
-}
+import { sqlDuring } from './sql-counter';
 
 function assertCode(res: LightMyRequestResponse, status: number, code: string) {
   assert.equal(res.statusCode, status, res.body);

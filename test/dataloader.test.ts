@@ -2,50 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { bearer, build, login, seedOwner } from './helper';
-
-/**
- * Counts SQL statements at the driver: every better-sqlite3 statement run,
- * whichever connection prepared it (MikroORM's or the read store's), so no
- * read path can slip past the count. Patched on the shared Statement
- * prototype; each test file runs in its own process.
- */
-interface Statement {
-  source: string;
-}
-type StatementMethod = (this: Statement, ...args: unknown[]) => unknown;
-// better-sqlite3 ships no types here; only the Statement prototype is needed.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const Database = require('better-sqlite3') as new (file: string) => { prepare(sql: string): object; close(): void };
-
-const statementProto = (() => {
-  const db = new Database(':memory:');
-  const proto = Object.getPrototypeOf(db.prepare('select 1')) as Record<string, StatementMethod>;
-  db.close();
-  return proto;
-})();
-
-let recording: string[] | null = null;
-for (const method of ['run', 'get', 'all', 'iterate']) {
-  const original = statementProto[method]!;
-  statementProto[method] = function (this: Statement, ...args: unknown[]) {
-    recording?.push(this.source.replace(/\s+/g, ' ').trim());
-    return original.apply(this, args);
-  };
-}
-
-/** The SQL statements run while `fn` runs. */
-async function sqlDuring(fn: () => Promise<unknown>): Promise<string[]> {
-  // Let background work of earlier requests (e.g. "last seen" writes) settle first.
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  const log: string[] = [];
-  recording = log;
-  try {
-    await fn();
-  } finally {
-    recording = null;
-  }
-  return log;
-}
+import { sqlDuring } from './sql-counter';
 
 async function gql(app: FastifyInstance, token: string, query: string) {
   const res = await app.inject({ method: 'POST', url: '/graphql', payload: { query }, headers: bearer(token) });

@@ -1,0 +1,43 @@
+/**
+ * Counts SQL statements at the driver: every better-sqlite3 statement run,
+ * whichever connection prepared it (the ORM's or the read store's). Importing
+ * this module patches the shared Statement prototype; node:test runs each test
+ * file in its own process, so the patch stays within the file that asks for it.
+ */
+interface Statement {
+  source: string;
+}
+type StatementMethod = (this: Statement, ...args: unknown[]) => unknown;
+// better-sqlite3's typings are not needed here; only the Statement prototype is.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const Database = require('better-sqlite3') as new (file: string) => { prepare(sql: string): object; close(): void };
+
+const statementProto = (() => {
+  const db = new Database(':memory:');
+  const proto = Object.getPrototypeOf(db.prepare('select 1')) as Record<string, StatementMethod>;
+  db.close();
+  return proto;
+})();
+
+let recording: string[] | null = null;
+for (const method of ['run', 'get', 'all', 'iterate']) {
+  const original = statementProto[method]!;
+  statementProto[method] = function (this: Statement, ...args: unknown[]) {
+    recording?.push(this.source.replace(/\s+/g, ' ').trim());
+    return original.apply(this, args);
+  };
+}
+
+/** The SQL statements run while `fn` runs. */
+export async function sqlDuring(fn: () => Promise<unknown>): Promise<string[]> {
+  // Let background work of earlier requests (e.g. "last seen" writes) settle first.
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const log: string[] = [];
+  recording = log;
+  try {
+    await fn();
+  } finally {
+    recording = null;
+  }
+  return log;
+}
