@@ -11,6 +11,7 @@ import {
 } from '../../src/domains/admin/admin-users.service';
 import { SESSIONS_PER_PAGE } from '../../src/domains/identity/session.service';
 import { roles, userStatuses } from '../../src/domains/identity/user.entity';
+import { sessionBody, sessionSchema, type SessionData } from './me.routes';
 
 /** The AdminUser fields every user-returning operation selects. */
 const USER_FIELDS =
@@ -32,15 +33,6 @@ interface AdminUserData {
   activeSessionCount: number;
 }
 
-interface SessionData {
-  id: string;
-  device: string | null;
-  userAgent: string | null;
-  ip: string | null;
-  createdAt: string;
-  lastSeenAt: string;
-  current: boolean;
-}
 
 const userBody = (u: AdminUserData) => ({
   id: u.id,
@@ -81,19 +73,6 @@ const adminUser = {
   },
 };
 
-const adminSession = {
-  type: 'object',
-  required: ['id', 'device', 'user_agent', 'ip', 'created_at', 'last_seen_at', 'current'],
-  properties: {
-    id: uuid,
-    device: nullable('string', { description: 'Browser and OS family (or tool name) read from the user agent' }),
-    user_agent: nullable('string'),
-    ip: nullable('string'),
-    created_at: dateTime,
-    last_seen_at: dateTime,
-    current: { type: 'boolean', description: 'The session of the access token making this request' },
-  },
-};
 
 const usageNumbers = {
   credits: { type: 'integer' },
@@ -377,7 +356,7 @@ export const adminUserRoutes: RestRoute[] = [
     auth: 'required',
     status: 200,
     request: { params: userParams, querystring: pageQuery(SESSIONS_PER_PAGE) },
-    response: pageEnvelope(adminSession),
+    response: pageEnvelope(sessionSchema),
     problems: PROBLEMS,
     graphql: {
       document: `query AdminUserSessions($userId: ID!, $page: Int!, $perPage: Int!) {
@@ -389,15 +368,7 @@ export const adminUserRoutes: RestRoute[] = [
         return { ...userIdOf(request), page: q.page, perPage: q.per_page };
       },
       result: (data) =>
-        toPageBody(data.adminUserSessions as { items: SessionData[]; page: number; perPage: number; total: number }, (s) => ({
-          id: s.id,
-          device: s.device,
-          user_agent: s.userAgent,
-          ip: s.ip,
-          created_at: s.createdAt,
-          last_seen_at: s.lastSeenAt,
-          current: s.current,
-        })),
+        toPageBody(data.adminUserSessions as { items: SessionData[]; page: number; perPage: number; total: number }, sessionBody),
     },
   },
   {

@@ -10,7 +10,8 @@ import { PROFILE_COMPANY_FIELDS, PROFILE_USER_FIELDS, profileBody, profileRespon
  * signed-in user: a company API key has no sessions and no profile (403 forbidden).
  */
 
-interface SessionData {
+/** A session as GraphQL answers it; shared with the admin session lists. */
+export interface SessionData {
   id: string;
   device: string | null;
   userAgent: string | null;
@@ -20,7 +21,8 @@ interface SessionData {
   current: boolean;
 }
 
-const session = {
+/** A session as REST answers it (GET /me/sessions, GET /admin/users/{user_id}/sessions). */
+export const sessionSchema = {
   type: 'object',
   required: ['id', 'device', 'user_agent', 'ip', 'created_at', 'last_seen_at', 'current'],
   properties: {
@@ -35,6 +37,16 @@ const session = {
     current: { type: 'boolean', description: 'The session of the access token making this request' },
   },
 };
+
+export const sessionBody = (s: SessionData) => ({
+  id: s.id,
+  device: s.device,
+  user_agent: s.userAgent,
+  ip: s.ip,
+  created_at: s.createdAt,
+  last_seen_at: s.lastSeenAt,
+  current: s.current,
+});
 
 const API_KEY_REFUSED = 'A company API key has no sessions and is refused with 403 forbidden.';
 
@@ -54,7 +66,7 @@ export const meRoutes: RestRoute[] = [
     auth: 'required',
     status: 200,
     request: { querystring: pageQuery(SESSIONS_PER_PAGE) },
-    response: pageEnvelope(session),
+    response: pageEnvelope(sessionSchema),
     graphql: {
       document: `query MySessions($page: Int!, $perPage: Int!) { mySessions(page: $page, perPage: $perPage) {
         items { id device userAgent ip createdAt lastSeenAt current } page perPage total
@@ -64,15 +76,7 @@ export const meRoutes: RestRoute[] = [
         return { page: q.page, perPage: q.per_page };
       },
       result: (data) =>
-        toPageBody(data.mySessions as { items: SessionData[]; page: number; perPage: number; total: number }, (s) => ({
-          id: s.id,
-          device: s.device,
-          user_agent: s.userAgent,
-          ip: s.ip,
-          created_at: s.createdAt,
-          last_seen_at: s.lastSeenAt,
-          current: s.current,
-        })),
+        toPageBody(data.mySessions as { items: SessionData[]; page: number; perPage: number; total: number }, sessionBody),
     },
   },
   {
