@@ -3,7 +3,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GraphQLError } from 'graphql';
 import { AppError, errorCatalog, type ErrorCode } from '../src/errors/catalog';
 import { createContext } from '../subgraphs/context';
-import { replyTransport } from '../src/host/graphql';
+import { replyTransport, toGraphQLError } from '../src/host/graphql';
+import { compileOperation } from './compiled-operation';
 import { API_PREFIXES, type RestRoute } from './route';
 import type { Deprecation } from '../src/host/types';
 import { routeTable } from './routes';
@@ -30,8 +31,8 @@ function fromGraphQLError(error: GraphQLError): AppError {
 
 /**
  * Registers every route of the table under /v1 and /api/v1. A route runs its
- * GraphQL operation in-process on the served schema, so REST and GraphQL share
- * resolvers, rules and errors.
+ * GraphQL operation in-process on the served schema (compiled once), so REST
+ * and GraphQL share resolvers, rules and errors.
  */
 export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
   async (app, options) => {
@@ -66,13 +67,12 @@ export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
     function graphqlHandler(route: RestRoute) {
       const mapping = route.graphql;
       if (!mapping) throw new Error(`Route ${route.method} ${route.path} has neither graphql nor raw`);
+      const operation = compileOperation(app.graphql.schema, mapping.document, `${route.method} ${route.path}`);
       return async (request: FastifyRequest, reply: FastifyReply) => {
-        const context = Object.assign(
-          createContext(app.services, request.principal, request.meta, replyTransport(reply, secureCookies)),
-          { viaRest: true },
-        );
-        const result = await app.graphql(mapping.document, context, mapping.variables?.(request));
-        if (result.errors?.length) throw fromGraphQLError(result.errors[0] as GraphQLError);
+        const context = createContext(app.services, request.principal, request.meta, replyTransport(reply, secureCookies));
+        const result = await operation.query(undefined, context, mapping.variables?.(request) ?? {});
+        // A resolver's error keeps its catalog code; anything unknown is logged and masked, as over GraphQL.
+        if (result.errors?.length) throw fromGraphQLError(toGraphQLError(result.errors[0]!, request.log));
         reply.code(route.status);
         const body = mapping.result(result.data as Record<string, unknown>);
         if (route.paginated) reply.header('link', pageLinks(app.services.config.publicUrl, request.url, body as PageBody));

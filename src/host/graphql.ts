@@ -226,9 +226,7 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
 
     app.graphql.addHook('preExecution', async (_schema, document, context) => {
       socketLoaders(context);
-      const ctx = context as unknown as MercuriusContext & GraphQLContext & { viaRest?: boolean };
-      // The REST adapter already spent its route's budget for this request.
-      if (ctx.viaRest) return;
+      const ctx = context as unknown as MercuriusContext & GraphQLContext;
       const cls = operationClass(document);
       if (cls) app.rateLimit(cls, ctx.principal, ctx.meta.ip, ctx.reply);
     });
