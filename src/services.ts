@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config';
 import { openDatabase, type Orm } from './db/orm';
-import { ReadStore } from './db/read-store';
+import { ReadStore, watchWrites } from './db/read-store';
 import { runInUnitOfWork } from './db/unit-of-work';
 import { EventBus } from './events/event-bus';
 import { loadSecrets, type Secrets } from './secrets';
@@ -107,6 +107,7 @@ export async function createServices(config: Config): Promise<Services> {
   const secretBox = SecretBox.fromKeyrings(secrets.encryptionKeys);
   const orm = await openDatabase(config.databaseFile, { migrate: config.migrate });
   const reads = new ReadStore(config.databaseFile);
+  watchWrites(orm, reads);
   const bus = new EventBus();
   const audit = new AuditService(orm, bus);
   const mailer = new Mailer(orm, { smtpUrl: config.smtpUrl, from: config.mailFrom, logger: stderrLogger(config.logLevel) });
@@ -114,7 +115,7 @@ export async function createServices(config: Config): Promise<Services> {
   const mfa = new MfaService(orm, audit, secretBox);
   const loginThrottle = new LoginThrottleService(orm, config.loginThrottle, audit, loginThrottleKey(secrets.ipHashSalt));
   const sessions = new SessionService(orm, bus, audit);
-  const securityPolicy = new SecurityPolicyService(orm, bus, audit);
+  const securityPolicy = new SecurityPolicyService(orm, reads, bus, audit);
   const passwordReset = new PasswordResetService(orm, config, bus, audit, mailer, sessions, loginThrottle, stderrLogger(config.logLevel), securityPolicy);
   const accountDeletion = new AccountDeletionService(orm, config, bus, audit, mailer);
   const sessionCookies = new SessionCookieService(orm, bus);

@@ -58,6 +58,12 @@ export class AccessTokens {
       .sign(this.key);
   }
 
+  /** The claims of a token verified before and not yet expired; undefined otherwise (verify() decides). */
+  cachedClaims(token: string, nowMs: number): AccessClaims | undefined {
+    const cached = this.verified.get(token);
+    return cached && cached.exp > nowMs / 1000 ? cached : undefined;
+  }
+
   async verify(token: string): Promise<AccessClaims> {
     const now = Math.floor(Date.now() / 1000);
     const cached = this.verified.get(token);

@@ -47,8 +47,13 @@ export const rateLimitPlugin = fp(
       }
     });
 
-    app.addHook('onRequest', async (request, reply) => {
-      app.rateLimit(request.routeOptions.config?.rateLimit ?? 'default', request.principal, request.ip, reply);
+    app.addHook('onRequest', (request, reply, done) => {
+      try {
+        app.rateLimit(request.routeOptions.config?.rateLimit ?? 'default', request.principal, request.ip, reply);
+      } catch (error) {
+        return done(error as Error);
+      }
+      done();
     });
   },
   { name: 'atrium-rate-limit', dependencies: ['atrium-principal'] },

@@ -4,6 +4,7 @@ import { Kind, parse, type DocumentNode, type SelectionSetNode } from 'graphql';
 import type { Principal } from '../auth/principal';
 import { AppError, isAppError } from '../errors/catalog';
 import type { Services } from '../services';
+import { ipRefusal } from '../domains/admin/security-policy.service';
 
 /**
  * REST routes a user who must still enrol in MFA (company policy mfa_required,
@@ -36,6 +37,15 @@ export async function applyIpAllowlist(services: Services, principal: Principal,
     if (isAppError(error)) return { kind: 'anonymous', credentialError: error };
     throw error;
   }
+}
+
+/** applyIpAllowlist from the cached policy; undefined when the company's policy is not cached yet. */
+export function cachedIpAllowlist(services: Services, principal: Principal, ip: string): Principal | undefined {
+  if (principal.kind === 'anonymous') return principal;
+  const policy = services.securityPolicy.cachedPolicy(principal.companyId);
+  if (!policy) return undefined;
+  const refusal = ipRefusal(policy, ip);
+  return refusal ? { kind: 'anonymous', credentialError: refusal } : principal;
 }
 
 /**
@@ -98,22 +108,31 @@ function restRouteKey(request: FastifyRequest): string | null {
 }
 
 /**
- * Enforces the company security policy on HTTP requests: the IP allow-list as
- * soon as the credential is known; MFA enrolment before the handler, once the
- * body is parsed (a GraphQL request is judged by its root fields).
+ * Enforces MFA enrolment (company policy mfa_required) on HTTP requests,
+ * before the handler, once the body is parsed: a GraphQL request is judged by
+ * its root fields. The IP allow-list is applied where the principal is
+ * resolved (principal.ts), as soon as the credential is known.
  */
 export const securityPolicyPlugin = fp(
   async (app) => {
-    app.addHook('onRequest', async (request) => {
-      request.principal = await applyIpAllowlist(app.services, request.principal, request.ip);
-    });
-    app.addHook('preHandler', async (request) => {
-      const principal = request.principal;
-      if (principal.kind !== 'user') return;
-      if (!(await app.services.securityPolicy.mfaEnrollmentPending(principal))) return;
+    const restrict = (request: FastifyRequest) => {
       const key = restRouteKey(request);
       const allowed = key !== null ? ENROLMENT_ROUTES.has(key) : request.routeOptions.url === '/graphql' && graphqlEnrolmentOnly(request);
       if (!allowed) request.principal = { kind: 'anonymous', credentialError: enrolmentRequired() };
+    };
+    // Callback-style with a synchronous fast path: this runs on every request.
+    app.addHook('preHandler', (request, _reply, done) => {
+      const principal = request.principal;
+      if (principal.kind !== 'user') return done();
+      const pending = app.services.securityPolicy.cachedMfaEnrollmentPending(principal);
+      if (pending !== undefined) {
+        if (pending) restrict(request);
+        return done();
+      }
+      app.services.securityPolicy.mfaEnrollmentPending(principal).then((owed) => {
+        if (owed) restrict(request);
+        done();
+      }, done);
     });
   },
   { name: 'atrium-security-policy', dependencies: ['atrium-principal'] },

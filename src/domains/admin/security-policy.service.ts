@@ -8,10 +8,10 @@ import { currentEm } from '../../db/unit-of-work';
 import type { AuditService, Page } from '../audit/audit.service';
 import { Company } from '../identity/company.entity';
 import { Session } from '../identity/session.entity';
-import { User } from '../identity/user.entity';
 import { describeUserAgent } from '../identity/user-agent';
 import { ssoProviderNames } from '../identity/sso.config';
 import { SecurityPolicy } from './security-policy.entity';
+import { VersionedCache, type ReadStore } from '../../db/read-store';
 
 /** The shortest password any policy may allow (and the default). */
 export const POLICY_MIN_PASSWORD_LENGTH = 12;
@@ -127,6 +127,28 @@ function compileAllowlist(cidrs: string[]): BlockList | null {
   return list;
 }
 
+/** 403 ip_not_allowed when the policy has an allow-list and `ip` is outside it, else null. */
+export function ipRefusal(policy: CompiledPolicy, ip: string): AppError | null {
+  if (ipAllowed(policy.allowlist, ip)) return null;
+  return new AppError('ip_not_allowed', `Your company only accepts requests from its allowed networks; ${ip} is not one of them`);
+}
+
+/** The idle timeout of the policy's sessions in milliseconds, or null for none. */
+export function idleTimeoutMs(policy: CompiledPolicy): number | null {
+  const minutes = policy.view.sessionIdleTimeoutMinutes;
+  return minutes === null ? null : minutes * 60_000;
+}
+
+/** 401 token_invalid when a company key created at `createdAt` is older than the policy allows, else null. */
+export function keyAgeRefusal(policy: CompiledPolicy, createdAt: number, now: number): AppError | null {
+  const days = policy.view.apiKeyMaxAgeDays;
+  if (days === null || now - createdAt <= days * 86_400_000) return null;
+  return new AppError(
+    'token_invalid',
+    `This API key is older than the ${days} days your company's security policy allows; create a new key`,
+  );
+}
+
 export function ipAllowed(allowlist: BlockList | null, ip: string): boolean {
   if (!allowlist) return true;
   const normalized = normalizeIp(ip);
@@ -145,12 +167,16 @@ export class SecurityPolicyService {
   private readonly cache = new Map<string, CompiledPolicy>();
   /** Bumped on invalidation, so a load that raced a change is not cached. */
   private readonly epochs = new Map<string, number>();
+  /** Each user's MFA flag, until the next write to the database. */
+  private readonly mfaEnabled: VersionedCache<boolean>;
 
   constructor(
     private readonly orm: Orm,
+    private readonly reads: ReadStore,
     private readonly bus: EventBus,
     private readonly audit: AuditService,
   ) {
+    this.mfaEnabled = new VersionedCache(reads);
     bus.subscribe('security_policy.changed', ({ companyId }) => this.invalidate(companyId));
   }
 
@@ -247,34 +273,47 @@ export class SecurityPolicyService {
     return this.cache.get(companyId) ?? this.load(companyId);
   }
 
+  /** The company's policy when it is cached: the hot path's synchronous answer; undefined means call policyOf. */
+  cachedPolicy(companyId: string): CompiledPolicy | undefined {
+    return this.cache.get(companyId);
+  }
+
   /** 403 ip_not_allowed when the company has an allow-list and `ip` is outside it. */
   async checkIp(principal: UserPrincipal | ApiKeyPrincipal, ip: string): Promise<void> {
-    const policy = await this.policyOf(principal.companyId);
-    if (ipAllowed(policy.allowlist, ip)) return;
-    throw new AppError('ip_not_allowed', `Your company only accepts requests from its allowed networks; ${ip} is not one of them`);
+    const refusal = ipRefusal(await this.policyOf(principal.companyId), ip);
+    if (refusal) throw refusal;
   }
 
   /** The idle timeout of the company's sessions in milliseconds, or null for none. */
   async idleTimeoutMs(companyId: string): Promise<number | null> {
-    const minutes = (await this.policyOf(companyId)).view.sessionIdleTimeoutMinutes;
-    return minutes === null ? null : minutes * 60_000;
+    return idleTimeoutMs(await this.policyOf(companyId));
   }
 
   /** 401 token_invalid when a company key is older than the policy's maximum age. */
   async checkKeyAge(companyId: string, createdAt: number, now: number): Promise<void> {
-    const days = (await this.policyOf(companyId)).view.apiKeyMaxAgeDays;
-    if (days === null || now - createdAt <= days * 86_400_000) return;
-    throw new AppError(
-      'token_invalid',
-      `This API key is older than the ${days} days your company's security policy allows; create a new key`,
-    );
+    const refusal = keyAgeRefusal(await this.policyOf(companyId), createdAt, now);
+    if (refusal) throw refusal;
   }
 
   /** Whether the signed-in user must still enrol in MFA before using the API (mfa_required, MFA off). */
   async mfaEnrollmentPending(principal: UserPrincipal): Promise<boolean> {
-    if (!(await this.policyOf(principal.companyId)).view.mfaRequired) return false;
-    const user = await this.orm.em.fork().findOne(User, { id: principal.userId }, { fields: ['mfaEnabled'] });
-    return !!user && !user.mfaEnabled;
+    return this.enrollmentPendingUnder(await this.policyOf(principal.companyId), principal);
+  }
+
+  /** mfaEnrollmentPending from memory and the read cache; undefined when the policy is not cached yet. */
+  cachedMfaEnrollmentPending(principal: UserPrincipal): boolean | undefined {
+    const policy = this.cache.get(principal.companyId);
+    return policy && this.enrollmentPendingUnder(policy, principal);
+  }
+
+  private enrollmentPendingUnder(policy: CompiledPolicy, principal: UserPrincipal): boolean {
+    if (!policy.view.mfaRequired) return false;
+    const enabled = this.mfaEnabled.get(principal.userId, () => {
+      const row = this.reads.get<{ mfa_enabled: number }>('select mfa_enabled from users where id = ?', principal.userId);
+      // A deleted user has no session left to use; only an existing user without MFA owes enrolment.
+      return row === undefined || row.mfa_enabled === 1;
+    });
+    return !enabled;
   }
 
   /** 422 when `password` is shorter than the company's minimum (counted in characters). */

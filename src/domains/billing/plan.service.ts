@@ -1,5 +1,5 @@
 import type { Orm } from '../../db/orm';
-import type { ReadStore } from '../../db/read-store';
+import { VersionedCache, type ReadStore } from '../../db/read-store';
 import { Plan } from './plan.entity';
 import { currentEm } from '../../db/unit-of-work';
 
@@ -20,10 +20,15 @@ export interface PlanSeed {
 }
 
 export class PlanService {
+  /** Each company's plan, until the next write to the database. */
+  private readonly byCompany: VersionedCache<Plan | null>;
+
   constructor(
     private readonly orm: Orm,
     private readonly reads: ReadStore,
-  ) {}
+  ) {
+    this.byCompany = new VersionedCache(reads);
+  }
 
   async list(): Promise<Plan[]> {
     return currentEm(this.orm).find(Plan, {}, { orderBy: { monthlyCredits: 'asc' } });
@@ -31,16 +36,15 @@ export class PlanService {
 
   /** The plan of each company, in order; one prepared statement for the whole batch. */
   async plansForCompanies(companyIds: readonly string[]): Promise<(Plan | null)[]> {
-    // The usual batch is one company (the caller's): a plain equality is cheaper than json_each.
-    const rows =
-      companyIds.length === 1
-        ? this.reads.all<PlanRow>(`${PLAN_SELECT} where c.id = ?`, companyIds[0])
-        : this.reads.all<PlanRow>(`${PLAN_SELECT} where c.id in (select value from json_each(?))`, JSON.stringify(companyIds));
-    const byCompany = new Map(rows.map((r) => [r.company_id, { id: r.id, name: r.name, monthlyCredits: r.monthly_credits }]));
+    // The usual batch is one company (the caller's): cached, and a plain equality is cheaper than json_each.
+    if (companyIds.length === 1) {
+      const id = companyIds[0]!;
+      return [this.byCompany.get(id, () => planOf(this.reads.get<PlanRow>(`${PLAN_SELECT} where c.id = ?`, id)))];
+    }
+    const rows = this.reads.all<PlanRow>(`${PLAN_SELECT} where c.id in (select value from json_each(?))`, JSON.stringify(companyIds));
+    const byCompany = new Map(rows.map((r) => [r.company_id, planOf(r)]));
     return companyIds.map((id) => byCompany.get(id) ?? null);
   }
-
-
 
   async seed(plans: PlanSeed[]): Promise<number> {
     const em = currentEm(this.orm);
@@ -50,4 +54,8 @@ export class PlanService {
     await em.flush();
     return missing.length;
   }
+}
+
+function planOf(row: PlanRow | undefined): Plan | null {
+  return row ? ({ id: row.id, name: row.name, monthlyCredits: row.monthly_credits } as Plan) : null;
 }

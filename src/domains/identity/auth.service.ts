@@ -15,7 +15,7 @@ import { Session } from './session.entity';
 import { User } from './user.entity';
 import { normalizeEmail } from './identity.service';
 import { currentEm } from '../../db/unit-of-work';
-import type { SecurityPolicyService } from '../admin/security-policy.service';
+import { idleTimeoutMs, keyAgeRefusal, type CompiledPolicy, type SecurityPolicyService } from '../admin/security-policy.service';
 
 export interface TokenPair {
   accessToken: string;
@@ -212,8 +212,40 @@ export class AuthService {
     this.bus.publish('session.revoked', { sessionId, userId });
   }
 
+  /**
+   * The principal of a Bearer credential when memory alone can tell: a token
+   * verified before, of a cached live session or key, judged by a cached
+   * company policy. Undefined whenever authenticate() has work to do (a read,
+   * a refusal, an idle session to revoke): the hot path's synchronous answer.
+   */
+  cachedPrincipal(credential: string): UserPrincipal | ApiKeyPrincipal | undefined {
+    const now = Date.now();
+    if (credential.startsWith(COMPANY_KEY_PREFIX)) {
+      const cached = this.keys.get(sha256Hex(credential));
+      if (!cached || cached.until <= now) return undefined;
+      const policy = this.cachedPolicy(cached.value.companyId);
+      if (policy === undefined || (policy && keyAgeRefusal(policy, cached.stamp!, now))) return undefined;
+      return cached.value;
+    }
+    const claims = this.tokens.cachedClaims(credential, now);
+    const cached = claims && this.sessions.get(claims.sid);
+    if (!cached || cached.until <= now || cached.sessionExpiresAt! <= now) return undefined;
+    const policy = this.cachedPolicy(cached.value.companyId);
+    if (policy === undefined || (policy && this.idleFor(policy, cached.value.sessionId, cached.stamp!, now))) return undefined;
+    this.markActive(cached.value.sessionId, now);
+    this.touch(Session, cached.value.sessionId, 'lastSeenAt', now);
+    return cached.value;
+  }
+
+  /** The cached policy; null when no policy service is wired (nothing to check), undefined when not cached yet. */
+  private cachedPolicy(companyId: string): CompiledPolicy | null | undefined {
+    return this.policies ? this.policies.cachedPolicy(companyId) : null;
+  }
+
   /** Resolves a Bearer credential (access token or company key) to a principal, or throws. */
   async authenticate(credential: string): Promise<UserPrincipal | ApiKeyPrincipal> {
+    const fast = this.cachedPrincipal(credential);
+    if (fast) return fast;
     if (credential.startsWith(COMPANY_KEY_PREFIX)) return this.authenticateKey(credential);
     const claims = await this.tokens.verify(credential);
     const now = Date.now();
@@ -291,16 +323,24 @@ export class AuthService {
    * so a cached session is judged as exactly as an uncached one.
    */
   private async checkIdle(sessionId: string, userId: string, companyId: string, stamp: number, now: number): Promise<void> {
-    const timeout = await this.policies?.idleTimeoutMs(companyId);
-    if (timeout == null) return;
-    const lastSeen = Math.max(stamp, this.lastActive.get(sessionId) ?? 0, this.lastTouched.get(sessionId) ?? 0);
-    if (now - lastSeen <= timeout) return;
+    if (!this.policies) return;
+    const policy = await this.policies.policyOf(companyId);
+    if (!this.idleFor(policy, sessionId, stamp, now)) return;
+    const timeout = idleTimeoutMs(policy)!;
     this.lastActive.delete(sessionId);
     await this.revokeSession(sessionId, userId, 'idle_timeout');
     throw new AppError(
       'token_invalid',
       `The session ended after ${Math.round(timeout / 60_000)} minutes without activity (your company's security policy); sign in again`,
     );
+  }
+
+  /** Whether the session has been idle for longer than the policy allows. */
+  private idleFor(policy: CompiledPolicy, sessionId: string, stamp: number, now: number): boolean {
+    const timeout = idleTimeoutMs(policy);
+    if (timeout === null) return false;
+    const lastSeen = Math.max(stamp, this.lastActive.get(sessionId) ?? 0, this.lastTouched.get(sessionId) ?? 0);
+    return now - lastSeen > timeout;
   }
 
   private markActive(sessionId: string, now: number): void {

@@ -7,7 +7,7 @@ import { requireAuthenticated } from '../../auth/policy';
 import type { AuditService } from '../audit/audit.service';
 import { Company } from './company.entity';
 import { User, type Role, type UserStatus } from './user.entity';
-import { toDate, type ReadStore } from '../../db/read-store';
+import { toDate, VersionedCache, type ReadStore } from '../../db/read-store';
 import { currentEm } from '../../db/unit-of-work';
 
 export const MIN_PASSWORD_LENGTH = 12;
@@ -74,12 +74,17 @@ interface ViewerRow {
 const VIEWER_COLUMNS = 'c.id as company_id, c.name as company_name, c.plan_id, c.created_at as company_created_at';
 
 export class IdentityService {
+  /** Built viewers by user or key id, until the next write to the database. */
+  private readonly viewers: VersionedCache<Viewer | null>;
+
   constructor(
     private readonly orm: Orm,
     private readonly reads: ReadStore,
     private readonly config: Config,
     private readonly audit: AuditService,
-  ) {}
+  ) {
+    this.viewers = new VersionedCache(reads);
+  }
 
   /** Creates a company and its first owner (CLI and first-start bootstrap). */
   async createCompanyWithOwner(input: {
@@ -135,42 +140,52 @@ export class IdentityService {
     return ids.map((id) => byId.get(id) ?? null);
   }
 
-  /** On every profile read: one prepared statement, no ORM round trip. */
+  /** On every profile read: one prepared statement, cached until the next write. */
   async viewer(principal: Principal): Promise<Viewer> {
     const caller = requireAuthenticated(principal);
     if (caller.kind === 'user') {
-      const row = this.reads.get<ViewerRow>(
-        `select u.id, u.email, u.name, u.role, u.status, u.created_at, u.last_login_at, u.mfa_enabled, u.deletion_scheduled_for, ${VIEWER_COLUMNS}
-         from users u join companies c on c.id = u.company_id where u.id = ?`,
-        caller.userId,
-      );
-      if (!row) throw new AppError('token_invalid', 'The user of this token no longer exists');
-      const company = companyView(row);
-      const user: UserView = {
-        id: row.id,
-        email: row.email!,
-        name: row.name,
-        role: row.role!,
-        status: row.status!,
-        createdAt: new Date(row.created_at),
-        lastLoginAt: toDate(row.last_login_at),
-        mfaEnabled: !!row.mfa_enabled,
-        deletionScheduledFor: toDate(row.deletion_scheduled_for ?? null),
-        company,
-      };
-      return { role: user.role, authMethod: 'session', company, user, apiKey: null };
+      const viewer = this.viewers.get(`u:${caller.userId}`, () => this.loadUserViewer(caller.userId));
+      if (!viewer) throw new AppError('token_invalid', 'The user of this token no longer exists');
+      return viewer;
     }
+    const viewer = this.viewers.get(`k:${caller.keyId}`, () => this.loadKeyViewer(caller.keyId));
+    if (!viewer) throw new AppError('token_invalid', 'The API key no longer exists');
+    return viewer;
+  }
+
+  private loadUserViewer(userId: string): Viewer | null {
+    const row = this.reads.get<ViewerRow>(
+      `select u.id, u.email, u.name, u.role, u.status, u.created_at, u.last_login_at, u.mfa_enabled, u.deletion_scheduled_for, ${VIEWER_COLUMNS}
+       from users u join companies c on c.id = u.company_id where u.id = ?`,
+      userId,
+    );
+    if (!row) return null;
+    const company = companyView(row);
+    const user: UserView = {
+      id: row.id,
+      email: row.email!,
+      name: row.name,
+      role: row.role!,
+      status: row.status!,
+      createdAt: new Date(row.created_at),
+      lastLoginAt: toDate(row.last_login_at),
+      mfaEnabled: !!row.mfa_enabled,
+      deletionScheduledFor: toDate(row.deletion_scheduled_for ?? null),
+      company,
+    };
+    return { role: user.role, authMethod: 'session', company, user, apiKey: null };
+  }
+
+  private loadKeyViewer(keyId: string): Viewer | null {
     const row = this.reads.get<ViewerRow>(
       `select k.id, k.name, k.prefix, k.created_at, ${VIEWER_COLUMNS}
        from api_keys k join companies c on c.id = k.company_id where k.id = ? and k.revoked_at is null`,
-      caller.keyId,
+      keyId,
     );
-    if (!row) throw new AppError('token_invalid', 'The API key no longer exists');
+    if (!row) return null;
     const apiKey: ApiKeyView = { id: row.id, name: row.name!, prefix: row.prefix!, createdAt: new Date(row.created_at) };
     return { role: 'admin', authMethod: 'api_key', company: companyView(row), user: null, apiKey };
   }
-
-
 }
 
 function companyView(row: ViewerRow): CompanyView {
