@@ -12,9 +12,9 @@ import { principalPlugin } from './host/principal';
 import { securityPolicyPlugin } from './host/security-policy';
 import { rateLimitPlugin } from './host/rate-limit';
 import { errorsPlugin } from './host/errors';
-import { securityHeadersPlugin } from './host/security-headers';
 import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
+import { lazyChildLogger } from './host/lazy-logger';
 import './host/types';
 import { buildSupergraph } from '../subgraphs/supergraph';
 import { restCompatPlugin } from '../rest-compat';
@@ -23,8 +23,8 @@ export interface BuildOptions {
   /** Settings over the environment's (tests pass a temp DATA_DIR etc.). */
   config?: Partial<Config>;
   env?: Record<string, string | undefined>;
-  /** Pino options; defaults to JSON logs at config.logLevel. */
-  logger?: boolean | { level: string };
+  /** Pino options; defaults to JSON logs at config.logLevel on stdout. */
+  logger?: boolean | { level: string; stream?: { write(line: string): void } };
 }
 
 /** A body may not be coerced (a string stays a string); query and path values may. */
@@ -46,6 +46,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     logger: options.logger ?? { level: config.logLevel },
     // One access-log line per request, written in onResponse below.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLogger,
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
     requestIdHeader: false,
@@ -69,7 +70,6 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
 
   await app.register(serviceHeadersPlugin);
   await app.register(errorsPlugin);
-  await app.register(securityHeadersPlugin);
   // Closed by default: without configured origins the plugin is not even registered
   // (it would run on every request only to add nothing).
   if (config.corsOrigins.length) {

@@ -98,6 +98,11 @@ export class VersionedCache<V> {
     private readonly maxEntries = 10_000,
   ) {}
 
+  /** The cached value when it is current; undefined when it would need a read. */
+  peek(key: string): V | undefined {
+    return this.reads.version() === this.version ? this.entries.get(key) : undefined;
+  }
+
   get(key: string, load: () => V): V {
     // The version is taken before the read: a commit landing in between makes
     // the value newer than its version says, which only costs a reload.

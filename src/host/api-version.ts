@@ -1,19 +1,22 @@
 import fp from 'fastify-plugin';
 import { AppError } from '../errors/catalog';
 import { CURRENT_API_VERSION, SUPPORTED_API_VERSIONS } from '../version';
+import { apiSecurityHeaders } from './security-headers';
 
 const supported = new Set<string>(SUPPORTED_API_VERSIONS);
 
 /**
- * X-Service-Version and X-Request-Id on every response, and the version a
- * client pins with X-Service-API-Version. Registered before every other plugin
- * so even replies sent early (CORS preflights, 429s) carry the headers and the
- * pinned error format.
+ * The headers of every response: X-Service-Version, X-Request-Id and the
+ * security headers (computed once at start-up), and the version a client pins
+ * with X-Service-API-Version. Registered before every other plugin so even
+ * replies sent early (CORS preflights, 429s) carry the headers and the pinned
+ * error format.
  */
 export const serviceHeadersPlugin = fp(
   async (app) => {
+    const fixed = { 'x-service-version': CURRENT_API_VERSION, ...apiSecurityHeaders() };
     app.addHook('onRequest', (request, reply, done) => {
-      reply.header('x-service-version', CURRENT_API_VERSION);
+      reply.headers(fixed);
       reply.header('x-request-id', request.id);
       const pinned = request.headers['x-service-api-version'];
       if (pinned !== undefined) {

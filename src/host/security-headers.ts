@@ -1,4 +1,3 @@
-import fp from 'fastify-plugin';
 import helmet, { type HelmetOptions } from 'helmet';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
@@ -20,30 +19,26 @@ export function securityHeaders(options: HelmetOptions): Record<string, string> 
   return headers;
 }
 
-export const securityHeadersPlugin = fp(
-  async (app) => {
-    // The set OWASP's REST Security Cheat Sheet asks of an API. Headers that only
-    // steer legacy browser features on HTML pages (X-XSS-Protection,
-    // X-Download-Options, X-DNS-Prefetch-Control, X-Permitted-Cross-Domain-Policies,
-    // Origin-Agent-Cluster, COOP) say nothing about a JSON body, and every header
-    // costs on every response. Pages (/docs, /graphiql) set their own CSP.
-    const headers = securityHeaders({
-      contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-      crossOriginResourcePolicy: { policy: 'same-site' },
-      crossOriginOpenerPolicy: false,
-      originAgentCluster: false,
-      xDnsPrefetchControl: false,
-      xDownloadOptions: false,
-      xPermittedCrossDomainPolicies: false,
-      xXssProtection: false,
-      xFrameOptions: { action: 'deny' },
-    });
-    // Answers carry credentials and per-caller data: no shared cache may keep them.
-    headers['cache-control'] = 'no-store';
-    app.addHook('onRequest', (_request, reply, done) => {
-      reply.headers(headers);
-      done();
-    });
-  },
-  { name: 'atrium-security-headers' },
-);
+/**
+ * The set OWASP's REST Security Cheat Sheet asks of an API. Headers that only
+ * steer legacy browser features on HTML pages (X-XSS-Protection,
+ * X-Download-Options, X-DNS-Prefetch-Control, X-Permitted-Cross-Domain-Policies,
+ * Origin-Agent-Cluster, COOP) say nothing about a JSON body, and every header
+ * costs on every response. Pages (/docs, /graphiql) set their own CSP.
+ */
+export function apiSecurityHeaders(): Record<string, string> {
+  const headers = securityHeaders({
+    contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+    crossOriginResourcePolicy: { policy: 'same-site' },
+    crossOriginOpenerPolicy: false,
+    originAgentCluster: false,
+    xDnsPrefetchControl: false,
+    xDownloadOptions: false,
+    xPermittedCrossDomainPolicies: false,
+    xXssProtection: false,
+    xFrameOptions: { action: 'deny' },
+  });
+  // Answers carry credentials and per-caller data: no shared cache may keep them.
+  headers['cache-control'] = 'no-store';
+  return headers;
+}

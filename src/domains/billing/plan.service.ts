@@ -34,6 +34,11 @@ export class PlanService {
     return currentEm(this.orm).find(Plan, {}, { orderBy: { monthlyCredits: 'asc' } });
   }
 
+  /** The company's plan when it is cached and current (null: it has none); undefined when it needs a read. */
+  cachedPlanOf(companyId: string): Plan | null | undefined {
+    return this.byCompany.peek(companyId);
+  }
+
   /** The plan of each company, in order; one prepared statement for the whole batch. */
   async plansForCompanies(companyIds: readonly string[]): Promise<(Plan | null)[]> {
     // The usual batch is one company (the caller's): cached, and a plain equality is cheaper than json_each.

@@ -140,8 +140,8 @@ export class IdentityService {
     return ids.map((id) => byId.get(id) ?? null);
   }
 
-  /** On every profile read: one prepared statement, cached until the next write. */
-  async viewer(principal: Principal): Promise<Viewer> {
+  /** On every profile read: one prepared statement, cached until the next write; synchronous. */
+  viewer(principal: Principal): Viewer {
     const caller = requireAuthenticated(principal);
     if (caller.kind === 'user') {
       const viewer = this.viewers.get(`u:${caller.userId}`, () => this.loadUserViewer(caller.userId));
