@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { GraphQLError } from 'graphql';
+import type { ExecutionResult, GraphQLError } from 'graphql';
 import { AppError, errorCatalog, type ErrorCode } from '../src/errors/catalog';
 import { createContext } from '../subgraphs/context';
 import { replyTransport, toGraphQLError } from '../src/host/graphql';
@@ -17,6 +17,10 @@ function deprecationHeaders(deprecation: Deprecation) {
     reply.header('sunset', deprecation.sunset);
     reply.header('link', `<${deprecation.link}>; rel="successor-version"`);
   };
+}
+
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as Promise<T> | null)?.then === 'function';
 }
 
 /** Rebuilds the catalog error a resolver threw from its GraphQL form. */
@@ -68,15 +72,22 @@ export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
       const mapping = route.graphql;
       if (!mapping) throw new Error(`Route ${route.method} ${route.path} has neither graphql nor raw`);
       const operation = compileOperation(app.graphql.schema, mapping.document, `${route.method} ${route.path}`);
-      return async (request: FastifyRequest, reply: FastifyReply) => {
-        const context = createContext(app.services, request.principal, request.meta, replyTransport(reply, secureCookies));
-        const result = await operation.query(undefined, context, mapping.variables?.(request) ?? {});
+      const finish = (request: FastifyRequest, reply: FastifyReply, result: ExecutionResult) => {
         // A resolver's error keeps its catalog code; anything unknown is logged and masked, as over GraphQL.
         if (result.errors?.length) throw fromGraphQLError(toGraphQLError(result.errors[0]!, request.log));
         reply.code(route.status);
         const body = mapping.result(result.data as Record<string, unknown>);
         if (route.paginated) reply.header('link', pageLinks(app.services.config.publicUrl, request.url, body as PageBody));
-        return route.status === 204 ? reply.send() : body;
+        if (route.status !== 204) return body;
+        reply.send();
+        return undefined;
+      };
+      // Synchronous when every resolver on the path answers synchronously (cached reads):
+      // no promise, no extra tick; fastify sends a returned body and catches a thrown error.
+      return (request: FastifyRequest, reply: FastifyReply) => {
+        const context = createContext(app.services, request.principal, request.meta, replyTransport(reply, secureCookies));
+        const result = operation.query(undefined, context, mapping.variables?.(request) ?? {});
+        return isPromise(result) ? result.then((settled) => finish(request, reply, settled)) : finish(request, reply, result);
       };
     }
   },

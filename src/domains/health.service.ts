@@ -13,7 +13,8 @@ export class HealthService {
 
   constructor(private readonly reads: ReadStore) {}
 
-  async check(): Promise<Health> {
+  /** Synchronous: one prepared statement on the read connection. */
+  check(): Health {
     let database: Health['database'] = 'ok';
     try {
       this.reads.get('select 1');
