@@ -10,24 +10,38 @@ export interface TransportHooks {
   clearCookie(name: string): void;
 }
 
-/** Per-request batch loaders, created on first use so cheap requests pay nothing. */
+/**
+ * Batch loaders, created on first use so cheap requests pay nothing. An HTTP
+ * request gets its own, which also remember what they loaded for the
+ * request's life. A WebSocket connection lives long and runs many operations,
+ * so its loaders only batch (`remember: false`): a remembered row would go
+ * stale between operations.
+ */
 export class Loaders {
   private companies?: DataLoader<string, Company | null>;
   private plans?: DataLoader<string, Plan | null>;
   private users?: DataLoader<string, User | null>;
 
-  constructor(private readonly services: Services) {}
+  constructor(
+    private readonly services: Services,
+    private readonly options: { remember: boolean } = { remember: true },
+  ) {}
+
+  /** A DataLoader under this set's caching rule, for resolvers with a batch of their own. */
+  create<K, V>(batch: DataLoader.BatchLoadFn<K, V>): DataLoader<K, V> {
+    return new DataLoader(batch, { cache: this.options.remember });
+  }
 
   get companyById(): DataLoader<string, Company | null> {
-    return (this.companies ??= new DataLoader((ids) => this.services.identity.companiesByIds(ids)));
+    return (this.companies ??= this.create((ids) => this.services.identity.companiesByIds(ids)));
   }
 
   get userById(): DataLoader<string, User | null> {
-    return (this.users ??= new DataLoader((ids) => this.services.identity.usersByIds(ids)));
+    return (this.users ??= this.create((ids) => this.services.identity.usersByIds(ids)));
   }
 
   get planByCompanyId(): DataLoader<string, Plan | null> {
-    return (this.plans ??= new DataLoader((ids) => this.services.plans.plansForCompanies(ids)));
+    return (this.plans ??= this.create((ids) => this.services.plans.plansForCompanies(ids)));
   }
 }
 

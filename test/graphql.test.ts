@@ -415,6 +415,22 @@ test('the auth rate-limit class applies to the login mutation', async (t) => {
   assertNoErrors(await gql(app, '{ health { status } }'));
 });
 
+test('the auth budget cannot be dodged by moving login into a fragment', async (t) => {
+  const app = await build(t, TIGHT);
+  const owner = await seedOwner(app);
+  const variables = { input: { email: owner.email, password: PASSWORD } };
+  const inFragment = `mutation Login($input: LoginInput!) { ...SignIn }
+    fragment SignIn on Mutation { login(input: $input) { accessToken } }`;
+  assertNoErrors(await gql(app, inFragment, variables));
+  assertNoErrors(await gql(app, inFragment, variables));
+  const third = await gql(app, inFragment, variables);
+  assert.equal(third.res.statusCode, 429, third.res.body);
+  assertCode(third, 'rate_limited', 429);
+  // The refused login did not run.
+  const logins = await app.services.orm.em.fork().count(AuditEvent, { action: 'auth.login' });
+  assert.equal(logins, 2);
+});
+
 test('the auth budget is shared between POST /v1/auth/login and the login mutation', async (t) => {
   const app = await build(t, TIGHT);
   const owner = await seedOwner(app);

@@ -15,10 +15,10 @@ import { inContext } from '../src/services';
  * A listening app over loopback. Clients opened through `connect` are disposed
  * before the app closes (build's own cleanup is run last, by hand).
  */
-async function listeningApp(t: TestContext) {
+async function listeningApp(t: TestContext, config: Parameters<typeof build>[1] = {}) {
   const appCleanups: (() => unknown)[] = [];
   const clients: Client[] = [];
-  const app = await build({ after: (fn: () => unknown) => appCleanups.push(fn) });
+  const app = await build({ after: (fn: () => unknown) => appCleanups.push(fn) }, config);
   t.after(async () => {
     for (const client of clients) await client.dispose();
     for (const fn of appCleanups) await fn();
@@ -287,6 +287,28 @@ test('queries and mutations work over the socket (fullWsTransport)', async (t) =
   );
   await until(() => feedback.completed, 'the mutation');
   assert.equal(typeof feedback.received[0]?.data?.submitDocsFeedback.id, 'string');
+});
+
+test('a mutation with a stricter budget spends it over the socket too: stepUp is rate-limited like POST /v1/auth/step-up', async (t) => {
+  const { app, connect } = await listeningApp(t, {
+    rateLimit: { windowSeconds: 60, authenticated: 1000, anonymous: 1000, auth: 2, feedback: 1000 },
+  });
+  const a = await seedOwner(app);
+  const { access_token } = await login(app, a.email); // one request of the auth budget, by IP
+  const client = connect(`Bearer ${access_token}`);
+  const stepUp = async (password: string) => {
+    const op = collect<{ stepUp: { authenticatedAt: string } }>(client, `mutation { stepUp(input: { password: "${password}" }) { authenticatedAt } }`);
+    await until(() => op.completed || op.error !== undefined, 'stepUp');
+    return (op.received[0] ?? { errors: op.error }) as FormattedExecutionResult<{ stepUp: { authenticatedAt: string } }, { code?: string }>;
+  };
+  const first = await stepUp(PASSWORD);
+  assert.equal(first.errors, undefined, JSON.stringify(first));
+  const refused = await stepUp(PASSWORD);
+  assert.equal(refused.errors?.[0]?.extensions?.code, 'rate_limited', JSON.stringify(refused));
+  // Ordinary operations on the same socket keep their own, larger budget.
+  const me = collect<{ me: { role: string } }>(client, '{ me { role } }');
+  await until(() => me.completed, 'me');
+  assert.deepEqual(me.received, [{ data: { me: { role: 'OWNER' } } }]);
 });
 
 test('queries over one socket see fresh data, not a connection-long cache', async (t) => {

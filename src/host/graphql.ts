@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import mercurius, { type MercuriusContext } from 'mercurius';
-import { GraphQLError, Kind, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
-import { MapperKind, mapSchema } from '@graphql-tools/utils';
+import { GraphQLError, parse, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { MapperKind, mapSchema, type FieldMapper } from '@graphql-tools/utils';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, isAppError } from '../errors/catalog';
 import { anonymous, type ApiKeyPrincipal, type Principal, type UserPrincipal } from '../auth/principal';
@@ -9,7 +9,7 @@ import type { Services } from '../services';
 import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
 import type { Supergraph } from '../../subgraphs/supergraph';
 import { resolvePrincipal } from './principal';
-import { applySocketPolicy } from './security-policy';
+import { applySocketPolicy, rootFields } from './security-policy';
 import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
 import { toAppError } from './problem';
 import type { RateLimitClass } from './types';
@@ -29,14 +29,30 @@ const operationClasses: Record<string, RateLimitClass> = {
   submitDocsFeedback: 'feedback',
 };
 
-function operationClass(document: DocumentNode): RateLimitClass | undefined {
-  for (const definition of document.definitions) {
-    if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
-    for (const selection of definition.selectionSet.selections) {
-      if (selection.kind === Kind.FIELD && operationClasses[selection.name.value]) return operationClasses[selection.name.value];
-    }
+/** A field name of the document text can only be selected if it appears in the text: a cheap filter before parsing. */
+const CLASS_FIELD = new RegExp(`\\b(?:${Object.keys(operationClasses).join('|')})\\b`);
+
+/** The stricter budgets a document's root fields spend (fragments followed); empty for most documents. */
+export function operationClassesOf(query: string): Set<RateLimitClass> {
+  const classes = new Set<RateLimitClass>();
+  if (!CLASS_FIELD.test(query)) return classes;
+  let document: DocumentNode;
+  try {
+    document = parse(query);
+  } catch {
+    return classes; // not GraphQL: mercurius answers the syntax error
   }
-  return undefined;
+  for (const field of rootFields(document)) {
+    const cls = operationClasses[field];
+    if (cls) classes.add(cls);
+  }
+  return classes;
+}
+
+/** The GraphQL-over-HTTP operations of a request: GET's query string, or the (possibly batched) body. */
+function httpOperations(request: FastifyRequest): unknown[] {
+  const source = request.method === 'GET' ? request.query : request.body;
+  return Array.isArray(source) ? source : [source];
 }
 
 export function sessionCookieClearing(name: string, secure: boolean): string {
@@ -73,13 +89,34 @@ export function toGraphQLError(error: GraphQLError, log: { error: (obj: object, 
   });
 }
 
+type SpendBudget = (cls: RateLimitClass, principal: Principal, ip: string) => void;
+
 /**
- * An error raised while a subscription starts (say `forbidden`) reaches the
- * socket through mercurius' own error path, which keeps only the message, not
- * the errorFormatter: give it the catalog extensions before it gets there.
+ * The served schema, with two transport concerns woven into its resolvers:
+ * - An error raised while a subscription starts (say `forbidden`) reaches the
+ *   socket through mercurius' own error path, which keeps only the message,
+ *   not the errorFormatter: give it the catalog extensions before it gets there.
+ * - A root field with a stricter budget (login, stepUp…) spends it when it runs
+ *   over a WebSocket. Over HTTP the request spent it before execution (a 429
+ *   refuses the whole request), so nothing runs per operation there.
  */
-function withCatalogSubscriptionErrors(schema: GraphQLSchema, log: { error: (obj: object, msg: string) => void }): GraphQLSchema {
+function servedSchema(schema: GraphQLSchema, log: { error: (obj: object, msg: string) => void }, spend: SpendBudget): GraphQLSchema {
+  const socketBudget: FieldMapper = (field, fieldName) => {
+    const cls = operationClasses[fieldName];
+    const resolve = field.resolve;
+    if (!cls || !resolve) return field;
+    return {
+      ...field,
+      resolve: (source, args, context, info) => {
+        const ctx = context as GraphQLContext & { viaSocket?: boolean };
+        if (ctx.viaSocket) spend(cls, ctx.principal, ctx.meta.ip);
+        return resolve(source, args, context, info);
+      },
+    };
+  };
   return mapSchema(schema, {
+    [MapperKind.QUERY_ROOT_FIELD]: socketBudget,
+    [MapperKind.MUTATION_ROOT_FIELD]: socketBudget,
     [MapperKind.SUBSCRIPTION_ROOT_FIELD]: (field) => {
       const subscribe = field.subscribe;
       if (!subscribe) return field;
@@ -132,8 +169,28 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     const secureCookies = services.config.publicUrl.startsWith('https://');
     const origins = trustedOrigins(services.config);
 
+    // GraphQL over HTTP spends the stricter budgets of its operations before
+    // mercurius runs anything, so a refused request is a 429 that ran nothing.
+    // Most documents name no such field, and the text filter spares them a parse.
+    const spendOperationBudgets = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+      try {
+        for (const operation of httpOperations(request)) {
+          const query = (operation as { query?: unknown } | null)?.query;
+          if (typeof query !== 'string') continue;
+          for (const cls of operationClassesOf(query)) app.rateLimit(cls, request.principal, request.ip, reply);
+        }
+      } catch (error) {
+        return done(error as Error);
+      }
+      done();
+    };
+    app.addHook('onRoute', (route) => {
+      if (route.url !== '/graphql') return;
+      route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), spendOperationBudgets];
+    });
+
     await app.register(mercurius, {
-      schema: withCatalogSubscriptionErrors(supergraph.schema, app.log),
+      schema: servedSchema(supergraph.schema, app.log, (cls, principal, ip) => app.rateLimit(cls, principal, ip)),
       path: '/graphql',
       graphiql: false,
       jit: 1,
@@ -146,12 +203,13 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       subscription: {
         // Queries and mutations work over the socket too, not only subscriptions.
         fullWsTransport: true,
-        // Loaders are made per operation (hooks below): a socket lives long, and a
-        // cache shared across its operations would serve stale rows.
+        // A socket lives long: its loaders batch but remember nothing, or a row
+        // remembered by one operation would be served stale to the next.
         context: (_socket, request: FastifyRequest) => ({
           services,
           meta: request.meta,
           principal: anonymous,
+          loaders: new Loaders(services, { remember: false }),
           viaSocket: true,
           // A browser's service_token cookie on the upgrade request (from a trusted Origin).
           cookiePrincipal: socketCookiePrincipal(request, origins),
@@ -217,19 +275,6 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       },
     });
 
-    // Operations on a socket get their own loaders; HTTP and REST contexts come with theirs.
-    const socketLoaders = (context: object) => {
-      const ctx = context as Partial<GraphQLContext> & { viaSocket?: boolean };
-      if (ctx.viaSocket) ctx.loaders = new Loaders(services);
-    };
-    app.graphql.addHook('preSubscriptionExecution', async (_schema, _document, context) => socketLoaders(context));
-
-    app.graphql.addHook('preExecution', async (_schema, document, context) => {
-      socketLoaders(context);
-      const ctx = context as unknown as MercuriusContext & GraphQLContext;
-      const cls = operationClass(document);
-      if (cls) app.rateLimit(cls, ctx.principal, ctx.meta.ip, ctx.reply);
-    });
   },
   { name: 'atrium-graphql', dependencies: ['atrium-rate-limit'] },
 );

@@ -24,7 +24,7 @@ const sessionCountLoaders = new WeakMap<Loaders, DataLoader<string, number>>();
 function activeSessionCountLoader(ctx: GraphQLContext): DataLoader<string, number> {
   let loader = sessionCountLoaders.get(ctx.loaders);
   if (!loader) {
-    loader = new DataLoader((ids) => ctx.services.adminUsers.activeSessionCounts(ids));
+    loader = ctx.loaders.create((ids: readonly string[]) => ctx.services.adminUsers.activeSessionCounts(ids));
     sessionCountLoaders.set(ctx.loaders, loader);
   }
   return loader;
