@@ -1,6 +1,27 @@
 import Fastify from 'fastify';
+import { apiSecurityHeaders } from '../src/host/security-headers';
+import { CURRENT_API_VERSION } from '../src/version';
 
-/** The baseline: raw fastify answering a small JSON body, nothing else. */
+/**
+ * The baseline: raw fastify answering a small JSON body, nothing else. With
+ * BENCH_ATRIUM_HEADERS=1 it also sends the headers every Atrium response
+ * carries (version, request id, security, rate limit), so the bench can show
+ * what the HTTP contract's headers alone cost on this machine.
+ */
 const app = Fastify({ logger: false });
+if (process.env.BENCH_ATRIUM_HEADERS === '1') {
+  const fixed = { 'x-service-version': CURRENT_API_VERSION, ...apiSecurityHeaders() };
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(fixed);
+    reply.header('x-request-id', crypto.randomUUID());
+    const reset = Math.floor(Date.now() / 1000) + 60;
+    reply.header('x-ratelimit-limit', 120);
+    reply.header('x-ratelimit-remaining', 119);
+    reply.header('x-ratelimit-reset', reset);
+    reply.header('ratelimit-policy', '"default";q=120;w=60');
+    reply.header('ratelimit', '"default";r=119;t=60');
+    done();
+  });
+}
 app.get('/', async () => ({ hello: 'world' }));
 app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) }).then(() => process.stdout.write('ready\n'));

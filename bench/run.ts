@@ -85,9 +85,11 @@ async function main() {
   const password = 'bench-password-long-enough';
   const helloPort = 18_081;
   const atriumPort = 18_082;
+  const headersPort = 18_083;
   const children: ChildProcess[] = [];
   try {
     children.push(await start(path.join(ROOT, 'dist/bench/hello-server.js'), helloPort, {}));
+    children.push(await start(path.join(ROOT, 'dist/bench/hello-server.js'), headersPort, { BENCH_ATRIUM_HEADERS: '1' }));
     children.push(
       await start(path.join(ROOT, 'dist/src/main.js'), atriumPort, {
         DATA_DIR: dataDir,
@@ -110,6 +112,8 @@ async function main() {
     const auth = { authorization: `Bearer ${token}` };
     const scenarios: Scenario[] = [
       { name: 'baseline: raw fastify hello-world', url: `http://127.0.0.1:${helloPort}/` },
+      // For reference, no target: the same hello-world sending the headers every Atrium response carries.
+      { name: 'raw fastify + Atrium response headers', url: `http://127.0.0.1:${headersPort}/` },
       { name: 'GET /v1/health', url: `${base}/v1/health` },
       { name: 'GET /v1/me/profile (Bearer)', target: 0.5, url: `${base}/v1/me/profile`, headers: auth },
       {
