@@ -329,6 +329,34 @@ test('queries over one socket see fresh data, not a connection-long cache', asyn
   assert.deepEqual(await read(), { user: { name: 'Renamed' }, company: { name: 'After' } });
 });
 
+test("renaming yourself keeps your sockets open; a change of access (role) closes them (4401)", async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const owner = await seedOwner(app);
+  const adminEmail = await createUser(app, owner.companyId, 'admin');
+  const adminLogin = await login(app, adminEmail);
+  const { access_token } = adminLogin;
+  const ownerToken = (await login(app, owner.email)).access_token;
+  const closed: { code: number; reason: string }[] = [];
+  const sub = collect<AuditEventData>(connect(`Bearer ${access_token}`, closed), AUDIT_EVENTS);
+  await until(() => auditListeners(app) === 1, 'the subscription to attach');
+
+  const renamed = await app.inject({ method: 'PATCH', url: '/v1/me/profile', headers: { authorization: `Bearer ${access_token}` }, payload: { name: 'Ada' } });
+  assert.equal(renamed.statusCode, 200, renamed.body);
+  // The socket stays and sees its own rename.
+  await until(() => sub.received.some((r) => r.data?.auditEvents.action === 'user.profile_updated'), 'the rename event');
+  assert.deepEqual(closed, []);
+
+  const demoted = await app.inject({
+    method: 'PATCH',
+    url: `/v1/admin/users/${adminLogin.user.id}`,
+    headers: { authorization: `Bearer ${ownerToken}` },
+    payload: { role: 'member' },
+  });
+  assert.equal(demoted.statusCode, 200, demoted.body);
+  await until(() => closed.length === 1, 'the demoted user socket to close');
+  assert.deepEqual(closed[0], { code: 4401, reason: 'credential_changed' });
+});
+
 test('logging out closes the sockets opened with that session (4401), not other sessions', async (t) => {
   const { app, connect } = await listeningApp(t);
   const owner = await seedOwner(app);

@@ -146,7 +146,8 @@ interface ClosableSocket {
 
 /**
  * Closes the socket (4401) the moment the credential it was opened with stops
- * being valid: its session revoked, its user changed (suspended, demoted), or
+ * being valid: its session revoked, its user's access changed (suspended, demoted,
+ * new email or password), or
  * its API key revoked. The client reconnects and is judged afresh.
  */
 function closeWhenCredentialEnds(services: Services, principal: UserPrincipal | ApiKeyPrincipal, socket: ClosableSocket) {
@@ -157,7 +158,7 @@ function closeWhenCredentialEnds(services: Services, principal: UserPrincipal | 
     principal.kind === 'user'
       ? [
           services.bus.subscribe('session.revoked', (e) => e.sessionId === principal.sessionId && close('session_revoked')),
-          services.bus.subscribe('user.changed', (e) => e.userId === principal.userId && close('credential_changed')),
+          services.bus.subscribe('user.changed', (e) => e.access && e.userId === principal.userId && close('credential_changed')),
         ]
       : [services.bus.subscribe('api_key.revoked', (e) => e.keyId === principal.keyId && close('api_key_revoked'))];
   socket.once('close', () => offs.forEach((off) => off()));

@@ -258,7 +258,7 @@ export class AdminUsersService {
       revokedSessions = (await this.sessions.revokeAllOfUser(target.id, 'user_suspended')).length;
     }
     if (changes.status && status === 'active') await this.loginThrottle.reset(target.email);
-    this.bus.publish('user.changed', { userId: target.id });
+    this.bus.publish('user.changed', { userId: target.id, access: !!(changes.role || changes.status) });
     await this.audit.record({
       action: 'user.updated',
       companyId: target.company.id,
@@ -292,7 +292,7 @@ export class AdminUsersService {
     const keys = await this.revokeKeysOf(em, target.id);
     await em.nativeDelete(User, { id: target.id });
     em.clear();
-    this.bus.publish('user.changed', { userId: target.id });
+    this.bus.publish('user.changed', { userId: target.id, access: true });
     await this.audit.record({
       action: 'user.deleted',
       companyId: target.company.id,
@@ -323,7 +323,7 @@ export class AdminUsersService {
       await tx.nativeUpdate(User, { id: target.id }, { status: 'suspended', updatedAt: new Date() });
     });
     const revoked = await this.sessions.revokeAllOfUser(target.id, 'user_suspended');
-    this.bus.publish('user.changed', { userId: target.id });
+    this.bus.publish('user.changed', { userId: target.id, access: true });
     await this.audit.record({
       action: 'user.suspended',
       companyId: target.company.id,
@@ -345,7 +345,7 @@ export class AdminUsersService {
     const wasSuspended = target.status === 'suspended';
     if (wasSuspended) await em.nativeUpdate(User, { id: target.id }, { status: 'active', updatedAt: new Date() });
     await this.loginThrottle.reset(target.email);
-    if (wasSuspended) this.bus.publish('user.changed', { userId: target.id });
+    if (wasSuspended) this.bus.publish('user.changed', { userId: target.id, access: true });
     await this.audit.record({
       action: 'user.unsuspended',
       companyId: target.company.id,
@@ -404,7 +404,7 @@ export class AdminUsersService {
     if (!target.mfaEnabled && !target.mfaPendingSecret) throw new AppError('conflict', 'MFA is not enabled for this user');
     const wasEnabled = target.mfaEnabled;
     await this.mfa.removeFactor(target.id);
-    this.bus.publish('user.changed', { userId: target.id });
+    this.bus.publish('user.changed', { userId: target.id, access: true });
     const mail = await this.mailer.enqueue(
       target.email,
       mfaDisabledByAdmin({ name: target.name, companyName: target.company.name }),

@@ -171,7 +171,7 @@ export class AccountDeletionService {
       if (removed !== 1) continue;
       run.deleted.push(user.id);
       // Cached credentials and open sockets of the user end now.
-      this.bus.publish('user.changed', { userId: user.id });
+      this.bus.publish('user.changed', { userId: user.id, access: true });
       await this.audit.record({
         action: 'user.deleted',
         companyId: user.company.id,

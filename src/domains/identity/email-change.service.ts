@@ -162,7 +162,7 @@ export class EmailChangeService {
       });
       throw emailTaken();
     }
-    this.bus.publish('user.changed', { userId: user.id });
+    this.bus.publish('user.changed', { userId: user.id, access: true });
     await this.audit.record({
       action: 'user.email_changed',
       companyId: user.company.id,

@@ -118,7 +118,7 @@ export class PasswordResetService {
       return owner;
     });
     const revoked = await this.sessions.revokeAllOfUser(user.id, 'password_reset');
-    this.bus.publish('user.changed', { userId: user.id });
+    this.bus.publish('user.changed', { userId: user.id, access: true });
     await this.loginThrottle.reset(user.email);
     await this.audit.record({
       action: 'auth.password_reset',

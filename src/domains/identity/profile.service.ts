@@ -32,7 +32,7 @@ export class ProfileService {
 
     user.name = name;
     await em.flush();
-    this.bus.publish('user.changed', { userId: user.id });
+    this.bus.publish('user.changed', { userId: user.id, access: false });
     await this.audit.record({
       action: 'user.profile_updated',
       companyId: caller.companyId,
