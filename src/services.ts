@@ -175,7 +175,7 @@ export async function createServices(config: Config): Promise<Services> {
     }
   });
   // Failed mail is retried in the background while the process runs (no-op without SMTP).
-  mailer.startRetrying(config.mailRetrySeconds);
+  mailer.startHousekeeping(config.mailRetrySeconds);
   // Due account deletions are executed in the background (0: off; unref'd, stopped by close()).
   accountDeletion.start(config.accountDeletionIntervalSeconds);
   return services;

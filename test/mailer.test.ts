@@ -353,3 +353,46 @@ test('atrium mail-outbox lists and shows stored mail', async (t) => {
   assert.equal(noSmtp.code, 1);
   assert.match(noSmtp.stderr, /SMTP_URL/);
 });
+
+test('a one-time link leaves the outbox when it expires; mail without a link keeps its body', async (t) => {
+  const app = await build(t);
+  const mailer = app.services.mailer;
+  mailer.useLogger(capture());
+  const before = Date.now();
+  const reset = await mailer.send('user@example.com', passwordReset({ link: LINK, expiresInMinutes: 60 }));
+  const plain = await mailer.send('user@example.com', accountDeleted());
+  const stored = await row(app, reset.id);
+  assert.ok(stored.text.includes('tok_secret123'));
+  const until = stored.secretUntil!.getTime();
+  assert.ok(until >= before + 60 * 60_000 && until <= Date.now() + 60 * 60_000, `secret_until ${stored.secretUntil?.toISOString()}`);
+  assert.equal((await row(app, plain.id)).secretUntil, null);
+
+  // Still valid: nothing is forgotten, and the operator can read the link.
+  assert.equal(await mailer.forgetExpiredSecrets(new Date(until - 1000)), 0);
+  assert.ok((await mailer.get(reset.id))!.text.includes('tok_secret123'));
+
+  assert.equal(await mailer.forgetExpiredSecrets(new Date(until + 1000)), 1);
+  const forgotten = await row(app, reset.id);
+  assert.ok(!forgotten.text.includes('tok_secret123') && !forgotten.html.includes('tok_secret123'));
+  assert.match(forgotten.text, /expired/);
+  assert.equal(forgotten.secretUntil, null);
+  assert.equal(forgotten.status, 'logged');
+  assert.match((await row(app, plain.id)).text, /deleted/);
+});
+
+test('mail not delivered before its link expired is given up, not retried', async (t) => {
+  const smtp = await smtpServer(t);
+  const app = await build(t, { smtpUrl: smtp.url });
+  const mailer = app.services.mailer;
+  mailer.useLogger(capture());
+  smtp.state.reject = true;
+  const receipt = await mailer.send('user@example.com', passwordReset({ link: LINK, expiresInMinutes: 5 }));
+  assert.equal(receipt.status, 'failed');
+  smtp.state.reject = false;
+  await mailer.forgetExpiredSecrets(new Date(Date.now() + 6 * 60_000));
+  const stored = await row(app, receipt.id);
+  assert.equal(stored.status, 'failed');
+  assert.match(stored.lastError ?? '', /expired/);
+  assert.deepEqual(await mailer.retryFailed(), { attempted: 0, sent: 0, failed: 0 });
+  assert.equal(smtp.received.length, 0);
+});

@@ -61,6 +61,8 @@ const MAX_ERROR_LENGTH = 1000;
 /** One address, no display name, nothing that could add a header or a second recipient. */
 const ADDRESS = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
 const TEMPLATE_NAME = /^[a-z0-9_.-]{1,64}$/;
+/** What replaces the body of a mail once the one-time link it carried has expired. */
+const FORGOTTEN = 'The one-time link this mail carried has expired, so its text was removed from the outbox.';
 
 /**
  * Sends mail through SMTP (`SMTP_URL`) with an outbox table in front: every
@@ -151,6 +153,7 @@ export class Mailer {
   async retryFailed(options: { limit?: number } = {}): Promise<RetryResult> {
     const result: RetryResult = { attempted: 0, sent: 0, failed: 0 };
     if (!this.transport) return result;
+    await this.forgetExpiredSecrets();
     const staleBefore = new Date(Date.now() - STALE_ATTEMPT_MS);
     const due = await this.orm.em.fork().find(
       MailOutbox,
@@ -174,14 +177,38 @@ export class Mailer {
     return result;
   }
 
-  /** Runs `retryFailed()` every `intervalSeconds` (0: never) until `close()`. */
-  startRetrying(intervalSeconds: number): void {
-    if (!this.transport || intervalSeconds <= 0 || this.timer) return;
+  /**
+   * Blanks the body of every mail whose one-time link has expired: the link
+   * is dead, and a copy of the database should hold no live link longer than
+   * needed. Mail not delivered by then is given up (`failed`, never retried:
+   * its link would not work). Runs before every outbox read and retry, and
+   * with them in the background. Answers how many bodies it blanked.
+   */
+  async forgetExpiredSecrets(now = new Date()): Promise<number> {
+    const em = this.orm.em.fork();
+    await em.nativeUpdate(
+      MailOutbox,
+      { secretUntil: { $lte: now }, status: { $in: ['pending', 'failed'] } },
+      { status: 'failed', attempts: this.maxAttempts, lastError: 'not delivered before the one-time link it carried expired' },
+    );
+    return em.nativeUpdate(
+      MailOutbox,
+      { secretUntil: { $lte: now } },
+      { text: `${FORGOTTEN}\n`, html: `<p>${FORGOTTEN}</p>`, secretUntil: null },
+    );
+  }
+
+  /**
+   * Every `intervalSeconds` (0: never) until `close()`: retries failed mail
+   * (`retryFailed()`) when SMTP is configured, and forgets expired secrets.
+   */
+  startHousekeeping(intervalSeconds: number): void {
+    if (intervalSeconds <= 0 || this.timer) return;
     this.timer = setInterval(() => {
       if (this.retrying) return;
       this.retrying = true;
-      const run = this.retryFailed()
-        .catch((error) => this.logger.error({ err: errorText(error) }, 'mail retry failed'))
+      const run = (this.transport ? this.retryFailed() : this.forgetExpiredSecrets())
+        .catch((error) => this.logger.error({ err: errorText(error) }, 'mail housekeeping failed'))
         .finally(() => {
           this.retrying = false;
         });
@@ -190,16 +217,18 @@ export class Mailer {
     this.timer.unref();
   }
 
-  /** Recent mail, newest first. */
+  /** Recent mail, newest first (expired secrets forgotten first). */
   async list(options: { status?: MailStatus; limit?: number } = {}): Promise<MailOutbox[]> {
+    await this.forgetExpiredSecrets();
     return this.orm.em.fork().find(MailOutbox, options.status ? { status: options.status } : {}, {
       orderBy: { createdAt: 'desc', id: 'desc' },
       limit: options.limit ?? 20,
     });
   }
 
-  /** One stored mail, or null. */
+  /** One stored mail, or null (expired secrets forgotten first). */
   async get(id: string): Promise<MailOutbox | null> {
+    await this.forgetExpiredSecrets();
     return this.orm.em.fork().findOne(MailOutbox, { id: id.toLowerCase() });
   }
 
@@ -239,6 +268,7 @@ export class Mailer {
       template: mail.template,
       status: this.transport ? 'pending' : 'logged',
       meta: meta ?? null,
+      secretUntil: mail.secretUntil ?? null,
     });
     row.messageId = `<${row.id}@${this.messageIdDomain}>`;
     await em.flush();

@@ -20,8 +20,9 @@ export type MailMeta = Record<string, string | number | boolean | null>;
 @Entity({ tableName: 'mail_outbox' })
 @Index({ properties: ['status', 'createdAt'] })
 @Index({ properties: ['createdAt'] })
+@Index({ properties: ['secretUntil'] })
 export class MailOutbox {
-  [OptionalProps]?: 'id' | 'createdAt' | 'status' | 'attempts' | 'lastError' | 'lastAttemptAt' | 'sentAt' | 'messageId' | 'meta';
+  [OptionalProps]?: 'id' | 'createdAt' | 'status' | 'attempts' | 'lastError' | 'lastAttemptAt' | 'sentAt' | 'messageId' | 'meta' | 'secretUntil';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -65,6 +66,15 @@ export class MailOutbox {
 
   @Property({ type: 'json', nullable: true })
   meta: MailMeta | null = null;
+
+  /**
+   * The body carries a one-time link that works until then. Past it the body
+   * is replaced by a note (the link is dead anyway), so a copy of the
+   * database holds no live link for longer than needed; null once forgotten
+   * or when the mail carried no secret.
+   */
+  @Property({ type: DateTimeType, nullable: true })
+  secretUntil: Date | null = null;
 
   @Property({ type: DateTimeType })
   createdAt: Date = new Date();

@@ -16,6 +16,16 @@ export interface MailContent {
   subject: string;
   text: string;
   html: string;
+  /**
+   * The mail carries a one-time link that works until then; the outbox keeps
+   * the body no longer (see Mailer.forgetExpiredSecrets). Absent: nothing secret.
+   */
+  secretUntil?: Date;
+}
+
+/** `minutes` from now, as a link's end of validity. */
+function inMinutes(minutes: number): Date {
+  return new Date(Date.now() + minutes * 60_000);
 }
 
 const PRODUCT = 'Atrium';
@@ -68,7 +78,8 @@ interface Layout {
   name?: string | null;
   /** Paragraphs before the action link (plain text). */
   intro: string[];
-  action?: { label: string; url: string };
+  /** The one action: a one-time link, which works until `validUntil`. */
+  action?: { label: string; url: string; validUntil: Date };
   /** Paragraphs after the action link (plain text). */
   outro?: string[];
 }
@@ -105,7 +116,9 @@ ${[p(greeting), ...layout.intro.map(p), button, ...outro.map(p)].filter(Boolean)
 </body>
 </html>
 `;
-  return { template: layout.template, subject: layout.subject, text: `${text}\n`, html };
+  const mail: MailContent = { template: layout.template, subject: layout.subject, text: `${text}\n`, html };
+  if (layout.action) mail.secretUntil = layout.action.validUntil;
+  return mail;
 }
 
 /** Confirms an address: at sign-up or when a user changes their email. */
@@ -115,7 +128,7 @@ export function emailVerification(input: { name?: string | null; link: string; e
     subject: `Confirm your email address for ${PRODUCT}`,
     name: input.name,
     intro: [`Please confirm that this is your email address for your ${PRODUCT} account.`],
-    action: { label: 'Confirm email address', url: input.link },
+    action: { label: 'Confirm email address', url: input.link, validUntil: inMinutes(input.expiresInMinutes) },
     outro: [
       `This link expires in ${formatDuration(input.expiresInMinutes)} and works once.`,
       'If you did not ask for this, ignore this mail: nothing changes without the confirmation.',
@@ -129,7 +142,7 @@ export function passwordReset(input: { name?: string | null; link: string; expir
     subject: `Reset your ${PRODUCT} password`,
     name: input.name,
     intro: [`Someone asked to reset the password of the ${PRODUCT} account for this email address.`],
-    action: { label: 'Choose a new password', url: input.link },
+    action: { label: 'Choose a new password', url: input.link, validUntil: inMinutes(input.expiresInMinutes) },
     outro: [
       `This link expires in ${formatDuration(input.expiresInMinutes)} and works once.`,
       'If you did not ask for this, ignore this mail: your password stays as it is.',
@@ -146,7 +159,7 @@ export function accountDeletionScheduled(input: { name?: string | null; schedule
       `Your ${PRODUCT} account is scheduled for deletion on ${formatUtc(input.scheduledFor)}.`,
       'Until then you can change your mind and keep your account.',
     ],
-    action: { label: 'Cancel the deletion', url: input.cancelLink },
+    action: { label: 'Cancel the deletion', url: input.cancelLink, validUntil: input.scheduledFor },
     outro: [
       'After that time your account and its data are deleted for good.',
       'If you did not ask for this, cancel the deletion and change your password.',
@@ -202,7 +215,7 @@ export function invitation(input: { companyName: string; inviterName?: string | 
       `${inviter ? `${inviter} invited you` : 'You are invited'} to join ${company} on ${PRODUCT} as ${oneLine(input.role, 16)}.`,
       'Open the link to choose a password and create your account.',
     ],
-    action: { label: 'Accept the invitation', url: input.link },
+    action: { label: 'Accept the invitation', url: input.link, validUntil: inMinutes(input.expiresInDays * 1440) },
     outro: [
       `This link expires in ${formatDuration(input.expiresInDays * 1440)} and works once.`,
       'If you did not expect this invitation, ignore this mail: no account is created without you.',

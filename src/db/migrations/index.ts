@@ -9,6 +9,7 @@ import { Migration20261122100500SsoMfa } from './Migration20261122100500-sso-mfa
 import { Migration20261122100600UsageRecords } from './Migration20261122100600-usage-records';
 import { Migration20261122100800SecurityPolicy } from './Migration20261122100800-security-policy';
 import { Migration20261122100900Connectors } from './Migration20261122100900-connectors';
+import { Migration20261122101000MailSecrets } from './Migration20261122101000-mail-secrets';
 
 /** Applied in order on start; never edit a migration that has shipped. */
 export const migrationsList: MigrationObject[] = [
@@ -22,4 +23,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261122100600UsageRecords', class: Migration20261122100600UsageRecords },
   { name: 'Migration20261122100800SecurityPolicy', class: Migration20261122100800SecurityPolicy },
   { name: 'Migration20261122100900Connectors', class: Migration20261122100900Connectors },
+  { name: 'Migration20261122101000MailSecrets', class: Migration20261122101000MailSecrets },
 ];
