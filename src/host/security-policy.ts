@@ -1,10 +1,10 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import { Kind, parse, type DocumentNode, type SelectionSetNode } from 'graphql';
-import type { Principal } from '../auth/principal';
-import { AppError, isAppError } from '../errors/catalog';
+import type { ApiKeyPrincipal, Principal, UserPrincipal } from '../auth/principal';
+import { AppError } from '../errors/catalog';
 import type { Services } from '../services';
-import { ipRefusal } from '../domains/admin/security-policy.service';
+import { ipRefusal, type CompiledPolicy } from '../domains/admin/security-policy.service';
 
 /**
  * REST routes a user who must still enrol in MFA (company policy mfa_required,
@@ -30,22 +30,19 @@ function enrolmentRequired(): AppError {
  */
 export async function applyIpAllowlist(services: Services, principal: Principal, ip: string): Promise<Principal> {
   if (principal.kind === 'anonymous') return principal;
-  try {
-    await services.securityPolicy.checkIp(principal, ip);
-    return principal;
-  } catch (error) {
-    if (isAppError(error)) return { kind: 'anonymous', credentialError: error };
-    throw error;
-  }
+  return withIpAllowlist(principal, await services.securityPolicy.policyOf(principal.companyId), ip);
+}
+
+function withIpAllowlist(principal: UserPrincipal | ApiKeyPrincipal, policy: CompiledPolicy, ip: string): Principal {
+  const refusal = ipRefusal(policy, ip);
+  return refusal ? { kind: 'anonymous', credentialError: refusal } : principal;
 }
 
 /** applyIpAllowlist from the cached policy; undefined when the company's policy is not cached yet. */
 export function cachedIpAllowlist(services: Services, principal: Principal, ip: string): Principal | undefined {
   if (principal.kind === 'anonymous') return principal;
   const policy = services.securityPolicy.cachedPolicy(principal.companyId);
-  if (!policy) return undefined;
-  const refusal = ipRefusal(policy, ip);
-  return refusal ? { kind: 'anonymous', credentialError: refusal } : principal;
+  return policy && withIpAllowlist(principal, policy, ip);
 }
 
 /**

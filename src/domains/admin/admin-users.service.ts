@@ -17,7 +17,6 @@ import type { SessionService, SessionView } from '../identity/session.service';
 import type { PasswordResetService } from '../identity/password-reset.service';
 import type { MfaService } from '../identity/mfa.service';
 import type { LoginThrottleService } from '../identity/login-throttle.service';
-import { describeUserAgent } from '../identity/user-agent';
 import { UsageRecord } from '../billing/usage-record.entity';
 
 /**
@@ -428,22 +427,8 @@ export class AdminUsersService {
     const { page, perPage } = checkPage(options.page, options.perPage);
     const em = currentEm(this.orm);
     const target = await this.target(em, actor, userId);
-    const [sessions, total] = await em.findAndCount(
-      Session,
-      { user: target.id, revokedAt: null, expiresAt: { $gt: new Date() } },
-      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: perPage, offset: (page - 1) * perPage },
-    );
     const current = actor.principal.kind === 'user' ? actor.principal.sessionId : null;
-    const items = sessions.map((s) => ({
-      id: s.id,
-      device: describeUserAgent(s.userAgent),
-      userAgent: s.userAgent,
-      ip: s.ip,
-      createdAt: s.createdAt,
-      lastSeenAt: s.lastSeenAt,
-      current: s.id === current,
-    }));
-    return { items, page, perPage, total };
+    return this.sessions.activeSessionsOfUser(target.id, current, { page, perPage });
   }
 
   /** The user's usage over the last `days` days, by model (most credits first), with totals. */

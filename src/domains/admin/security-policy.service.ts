@@ -3,7 +3,7 @@ import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { requireAuthenticated } from '../../auth/policy';
-import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
+import type { Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
 import { currentEm } from '../../db/unit-of-work';
 import type { AuditService, Page } from '../audit/audit.service';
 import { Company } from '../identity/company.entity';
@@ -276,17 +276,6 @@ export class SecurityPolicyService {
   /** The company's policy when it is cached: the hot path's synchronous answer; undefined means call policyOf. */
   cachedPolicy(companyId: string): CompiledPolicy | undefined {
     return this.cache.get(companyId);
-  }
-
-  /** 403 ip_not_allowed when the company has an allow-list and `ip` is outside it. */
-  async checkIp(principal: UserPrincipal | ApiKeyPrincipal, ip: string): Promise<void> {
-    const refusal = ipRefusal(await this.policyOf(principal.companyId), ip);
-    if (refusal) throw refusal;
-  }
-
-  /** The idle timeout of the company's sessions in milliseconds, or null for none. */
-  async idleTimeoutMs(companyId: string): Promise<number | null> {
-    return idleTimeoutMs(await this.policyOf(companyId));
   }
 
   /** 401 token_invalid when a company key is older than the policy's maximum age. */

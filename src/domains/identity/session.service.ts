@@ -43,7 +43,24 @@ export class SessionService {
   /** The caller's active sessions, newest first. */
   async list(principal: Principal, options: { page: number; perPage: number }): Promise<Page<SessionView>> {
     const caller = requireUser(principal);
-    const [sessions, total] = await currentEm(this.orm).findAndCount(Session, this.activeOf(caller), {
+    return this.page(this.activeOf(caller), caller.sessionId, options);
+  }
+
+  /**
+   * One page of a user's active sessions, newest first, as every session list
+   * shows them; `currentSessionId` is marked `current`. The caller checks who
+   * may see them (the user, or an administrator of the user's company).
+   */
+  async activeSessionsOfUser(userId: string, currentSessionId: string | null, options: { page: number; perPage: number }): Promise<Page<SessionView>> {
+    return this.page({ user: userId, revokedAt: null, expiresAt: { $gt: new Date() } }, currentSessionId, options);
+  }
+
+  private async page(
+    where: FilterQuery<Session>,
+    currentSessionId: string | null,
+    options: { page: number; perPage: number },
+  ): Promise<Page<SessionView>> {
+    const [sessions, total] = await currentEm(this.orm).findAndCount(Session, where, {
       orderBy: { createdAt: 'desc', id: 'desc' },
       limit: options.perPage,
       offset: (options.page - 1) * options.perPage,
@@ -55,7 +72,7 @@ export class SessionService {
       ip: s.ip,
       createdAt: s.createdAt,
       lastSeenAt: s.lastSeenAt,
-      current: s.id === caller.sessionId,
+      current: s.id === currentSessionId,
     }));
     return { items, page: options.page, perPage: options.perPage, total };
   }
