@@ -1,16 +1,14 @@
 import assert from 'node:assert/strict';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
-import { hashPassword } from '../src/auth/password';
-import { Company } from '../src/domains/identity/company.entity';
-import { User, type Role, type UserStatus } from '../src/domains/identity/user.entity';
+import { assertCode as assertProblemCode, bearer, createCompanyKey, login, PASSWORD, seedOwner, seedUser, sql } from './helper';
 import { inContext } from '../src/services';
+
+export { seedUser, sql };
 
 /** Shared set-up of the administration tests (companies, models, API keys). */
 export function assertCode(res: LightMyRequestResponse, status: number, code: string) {
-  assert.equal(res.statusCode, status, res.body);
-  assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
-  assert.equal(res.json().code, code, `expected ${code}, got ${res.body}`);
+  assert.match(String(res.headers['content-type']), /^application\/problem\+json/, res.body);
+  assertProblemCode(res, status, code);
 }
 
 /** A 422 whose errors name the location `where` (e.g. body.name). */
@@ -18,21 +16,6 @@ export function assertInvalid(res: LightMyRequestResponse, where: string) {
   assertCode(res, 422, 'validation_error');
   const locs = (res.json().errors as { loc: (string | number)[] }[]).map((e) => e.loc.join('.'));
   assert.ok(locs.includes(where), `expected an error at ${where}, got ${res.body}`);
-}
-
-export async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
-}
-
-export async function seedUser(app: FastifyInstance, companyId: string, role: Role = 'member', status: UserStatus = 'active') {
-  const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
-  await inContext(app.services.orm, async () => {
-    const em = app.services.orm.em.fork();
-    em.create(User, { company: em.getReference(Company, companyId), email, role, status, passwordHash: await hashPassword(PASSWORD, 1024) });
-    await em.flush();
-  });
-  const [row] = await sql<{ id: string }>(app, 'select id from users where email = ?', [email]);
-  return { email, userId: row!.id };
 }
 
 /**

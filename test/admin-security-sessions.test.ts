@@ -1,34 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
-import { hashPassword } from '../src/auth/password';
-import { Company } from '../src/domains/identity/company.entity';
-import { User } from '../src/domains/identity/user.entity';
+import type { FastifyInstance } from 'fastify';
+import { assertCode, bearer, build, createCompanyKey, login, PASSWORD, seedOwner, seedUser, sql } from './helper';
 import { inContext } from '../src/services';
 
 const SESSIONS = '/v1/admin/security/sessions';
 const FIREFOX_LINUX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0';
-
-function assertCode(res: LightMyRequestResponse, status: number, code: string) {
-  assert.equal(res.statusCode, status, res.body);
-  assert.equal(res.json().code, code, res.body);
-}
-
-async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
-}
-
-async function seedUser(app: FastifyInstance, companyId: string, role: 'member' | 'admin' = 'member') {
-  const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
-  await inContext(app.services.orm, async () => {
-    const em = app.services.orm.em.fork();
-    em.create(User, { company: em.getReference(Company, companyId), email, role, passwordHash: await hashPassword(PASSWORD, 1024) });
-    await em.flush();
-  });
-  const [row] = await sql<{ id: string }>(app, 'select id from users where email = ?', [email]);
-  return { email, userId: row!.id };
-}
 
 async function loginAs(app: FastifyInstance, email: string, userAgent?: string) {
   await new Promise((resolve) => setTimeout(resolve, 3));

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { PASSWORD, bearer, build, createCompanyKey, login, seedOwner } from './helper';
+import { assertCode, bearer, build, createCompanyKey, login, PASSWORD, seedOwner, sql } from './helper';
 import { inContext } from '../src/services';
 import { hashPassword } from '../src/auth/password';
 import { User, type Role } from '../src/domains/identity/user.entity';
@@ -11,11 +11,6 @@ import { MfaRecoveryCode } from '../src/domains/identity/mfa-recovery-code.entit
 import type { AuditEvent } from '../src/domains/audit/audit-event.entity';
 import { sqlDuring } from './sql-counter';
 
-function assertCode(res: LightMyRequestResponse, status: number, code: string) {
-  assert.equal(res.statusCode, status, res.body);
-  assert.equal(res.json().code, code, res.body);
-}
-
 function assertInvalid(res: LightMyRequestResponse, loc: (string | number)[]) {
   assertCode(res, 422, 'validation_error');
   const errors = res.json().errors as { loc: (string | number)[] }[];
@@ -23,10 +18,6 @@ function assertInvalid(res: LightMyRequestResponse, loc: (string | number)[]) {
     errors.some((e) => JSON.stringify(e.loc) === JSON.stringify(loc)),
     `expected an error at ${JSON.stringify(loc)}: ${res.body}`,
   );
-}
-
-async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
 }
 
 let counter = 0;

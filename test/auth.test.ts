@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
+import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner, sql } from './helper';
 import { inContext } from '../src/services';
 import { hashPassword } from '../src/auth/password';
 import { User } from '../src/domains/identity/user.entity';
@@ -22,10 +22,6 @@ const refresh = (app: FastifyInstance, token: string, headers: Record<string, st
 const profile = (app: FastifyInstance, token: string) => app.inject({ url: '/v1/me/profile', headers: bearer(token) });
 
 /** Runs SQL on a fresh unit of work, outside any request. */
-async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
-}
-
 /** Adds a member to a company directly in the database (no invitation flow needed here). */
 async function seedMember(app: FastifyInstance, companyId: string, email: string) {
   await inContext(app.services.orm, async () => {

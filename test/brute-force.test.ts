@@ -1,10 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
-import { hashPassword } from '../src/auth/password';
-import { Company } from '../src/domains/identity/company.entity';
-import { User } from '../src/domains/identity/user.entity';
+import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner, seedUser, sql } from './helper';
 import { inContext } from '../src/services';
 
 const WRONG = 'wrong-password-123';
@@ -29,10 +26,6 @@ const attempt = (app: FastifyInstance, email: string, password: string, options:
     ...(options.ip ? { remoteAddress: options.ip } : {}),
   });
 
-async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
-}
-
 /** Lets the running delay or lock of every address end now, as if the time had passed. */
 async function expireBlocks(app: FastifyInstance) {
   await sql(app, 'update login_throttles set blocked_until = ? where blocked_until is not null', [Date.now() - 1000]);
@@ -44,17 +37,6 @@ function assertSame(real: LightMyRequestResponse, ghost: LightMyRequestResponse,
   assert.deepEqual(strip(real), strip(ghost), what);
   assert.equal(real.headers['retry-after'], ghost.headers['retry-after'], what);
   assert.equal(real.headers['content-type'], ghost.headers['content-type'], what);
-}
-
-async function seedUser(app: FastifyInstance, companyId: string, role: 'member' | 'admin' = 'member') {
-  const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
-  await inContext(app.services.orm, async () => {
-    const em = app.services.orm.em.fork();
-    em.create(User, { company: em.getReference(Company, companyId), email, role, passwordHash: await hashPassword(PASSWORD, 1024) });
-    await em.flush();
-  });
-  const [row] = await sql<{ id: string }>(app, 'select id from users where email = ?', [email]);
-  return { email, userId: row!.id };
 }
 
 test('failed logins: delays from the 5th failure, a lock at the 10th, identical for a real and an unknown email', async (t) => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
+import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner, sql } from './helper';
 import { hashPassword } from '../src/auth/password';
 import { Company } from '../src/domains/identity/company.entity';
 import { User } from '../src/domains/identity/user.entity';
@@ -12,10 +12,6 @@ import type { ConnectorsConfig } from '../src/domains/admin/connectors.config';
 
 const BASE = '/v1/admin/connectors';
 const SECRET = 'GOCSPX-very-secret-value-123';
-
-async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
-}
 
 async function seedUser(app: FastifyInstance, companyId: string, role: 'member' | 'admin') {
   const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;

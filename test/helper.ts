@@ -2,10 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import type { FastifyInstance } from 'fastify';
+import assert from 'node:assert/strict';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../src/app';
 import type { Config } from '../src/config';
 import { inContext } from '../src/services';
+import { hashPassword } from '../src/auth/password';
+import { Company } from '../src/domains/identity/company.entity';
+import { User, type Role, type UserStatus } from '../src/domains/identity/user.entity';
 
 export const PASSWORD = 'correct-horse-battery-staple';
 
@@ -59,3 +63,26 @@ export async function createCompanyKey(app: FastifyInstance, companyId: string, 
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** A problem answer with this status and catalog code. */
+export function assertCode(res: LightMyRequestResponse, status: number, code: string) {
+  assert.equal(res.statusCode, status, res.body);
+  assert.equal(res.json().code, code, res.body);
+}
+
+/** Raw SQL on the ORM's connection, for set-up and for checking what was stored. */
+export async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
+  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
+}
+
+/** A user of the company (password PASSWORD), created directly in the database. */
+export async function seedUser(app: FastifyInstance, companyId: string, role: Role = 'member', status: UserStatus = 'active') {
+  const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
+  await inContext(app.services.orm, async () => {
+    const em = app.services.orm.em.fork();
+    em.create(User, { company: em.getReference(Company, companyId), email, role, status, passwordHash: await hashPassword(PASSWORD, 1024) });
+    await em.flush();
+  });
+  const [row] = await sql<{ id: string }>(app, 'select id from users where email = ?', [email]);
+  return { email, userId: row!.id };
+}

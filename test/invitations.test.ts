@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
+import type { FastifyInstance } from 'fastify';
+import { assertCode, bearer, build, createCompanyKey, login, PASSWORD, seedOwner, sql } from './helper';
 import { hashPassword } from '../src/auth/password';
 import { Company } from '../src/domains/identity/company.entity';
 import { User } from '../src/domains/identity/user.entity';
@@ -11,15 +11,6 @@ import { inContext } from '../src/services';
 
 const NEW_PASSWORD = 'a-brand-new-long-password';
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
-
-async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
-}
-
-function assertCode(res: LightMyRequestResponse, status: number, code: string) {
-  assert.equal(res.statusCode, status, res.body);
-  assert.equal(res.json().code, code, res.body);
-}
 
 async function seedUser(app: FastifyInstance, companyId: string, role: 'member' | 'admin' | 'owner' = 'member') {
   const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;

@@ -1,21 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, build, login, PASSWORD, seedOwner } from './helper';
+import type { FastifyInstance } from 'fastify';
+import { assertCode, bearer, build, login, PASSWORD, seedOwner, sql } from './helper';
 import { inContext } from '../src/services';
 
 const NEW_PASSWORD = 'a-brand-new-password-42';
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
-
-function assertCode(res: LightMyRequestResponse, status: number, code: string) {
-  assert.equal(res.statusCode, status, res.body);
-  assert.equal(res.json().code, code, res.body);
-}
-
-async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
-}
 
 /** Asks for a reset and waits for the background work (lookup, token, mail) to finish. */
 async function requestReset(app: FastifyInstance, email: string, prefix = '/v1') {

@@ -1,12 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, build, createCompanyKey, login, seedOwner } from './helper';
-
-function assertCode(res: LightMyRequestResponse, status: number, code: string) {
-  assert.equal(res.statusCode, status, res.body);
-  assert.equal(res.json().code, code, res.body);
-}
+import type { FastifyInstance } from 'fastify';
+import { assertCode, bearer, build, createCompanyKey, login, seedOwner, sql } from './helper';
 
 const getProfile = (app: FastifyInstance, token: string, prefix = '/v1') =>
   app.inject({ url: `${prefix}/me/profile`, headers: bearer(token) });
@@ -19,10 +14,6 @@ async function gql(app: FastifyInstance, token: string, query: string, variables
     data: Record<string, unknown> | null;
     errors?: { extensions: { code: string; errors?: { loc: (string | number)[]; type: string }[] } }[];
   };
-}
-
-async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
 }
 
 const UPDATE = 'mutation($input: UpdateProfileInput!) { updateMyProfile(input: $input) { id email name role company { id } } }';

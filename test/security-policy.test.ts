@@ -5,10 +5,7 @@ import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { createClient } from 'graphql-ws';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
-import { hashPassword } from '../src/auth/password';
-import { Company } from '../src/domains/identity/company.entity';
-import { User } from '../src/domains/identity/user.entity';
+import { assertCode, bearer, build, createCompanyKey, login, PASSWORD, seedOwner, seedUser, sql } from './helper';
 import { inContext } from '../src/services';
 import { googleClaims, signIn, ssoConfig, startMockProvider, type MockProvider } from './oidc-mock';
 import { totp } from './totp';
@@ -23,26 +20,6 @@ const DEFAULTS = {
   ip_allowlist: [],
   api_key_max_age_days: null,
 };
-
-function assertCode(res: LightMyRequestResponse, status: number, code: string) {
-  assert.equal(res.statusCode, status, res.body);
-  assert.equal(res.json().code, code, res.body);
-}
-
-async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
-}
-
-async function seedUser(app: FastifyInstance, companyId: string, role: 'member' | 'admin' = 'member') {
-  const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
-  await inContext(app.services.orm, async () => {
-    const em = app.services.orm.em.fork();
-    em.create(User, { company: em.getReference(Company, companyId), email, role, passwordHash: await hashPassword(PASSWORD, 1024) });
-    await em.flush();
-  });
-  const [row] = await sql<{ id: string }>(app, 'select id from users where email = ?', [email]);
-  return { email, userId: row!.id };
-}
 
 const put = (app: FastifyInstance, token: string, payload: unknown, options: { method?: 'PUT' | 'PATCH'; ip?: string; query?: string } = {}) =>
   app.inject({

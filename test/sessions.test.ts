@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { decodeJwt } from 'jose';
 import WebSocket from 'ws';
 import { createClient } from 'graphql-ws';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
+import type { FastifyInstance } from 'fastify';
+import { assertCode, bearer, build, createCompanyKey, login, PASSWORD, seedOwner, sql } from './helper';
 import { hashPassword } from '../src/auth/password';
 import { Company } from '../src/domains/identity/company.entity';
 import { User } from '../src/domains/identity/user.entity';
@@ -16,11 +16,6 @@ const SAFARI_IOS =
   'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1';
 
 type Tokens = { access_token: string; refresh_token: string };
-
-function assertCode(res: LightMyRequestResponse, status: number, code: string) {
-  assert.equal(res.statusCode, status, res.body);
-  assert.equal(res.json().code, code, res.body);
-}
 
 const sid = (tokens: Tokens) => decodeJwt(tokens.access_token).sid as string;
 
@@ -50,10 +45,6 @@ const revokeAll = (app: FastifyInstance, token: string, prefix = '/v1') =>
 async function gql(app: FastifyInstance, token: string, query: string, variables: Record<string, unknown> = {}) {
   const res = await app.inject({ method: 'POST', url: '/graphql', headers: bearer(token), payload: { query, variables } });
   return res.json() as { data: Record<string, unknown> | null; errors?: { extensions: { code: string } }[] };
-}
-
-async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
 }
 
 async function createUser(app: FastifyInstance, companyId: string) {

@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { build, seedOwner } from './helper';
+import { build, seedOwner, sql } from './helper';
 import {
   ALLOWED_REDIRECT,
   callback,
@@ -41,10 +41,6 @@ function assertCode(res: LightMyRequestResponse, status: number, code: string) {
   assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
   assert.equal(res.json().code, code, res.body);
   assert.ok(String(res.json().type).endsWith(`/errors/${code}`));
-}
-
-async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
 }
 
 async function ssoApp(t: Parameters<typeof build>[0]) {
