@@ -86,10 +86,9 @@ async function main() {
   const helloPort = 18_081;
   const atriumPort = 18_082;
   const headersPort = 18_083;
+  const ceilingPort = 18_084;
   const children: ChildProcess[] = [];
   try {
-    children.push(await start(path.join(ROOT, 'dist/bench/hello-server.js'), helloPort, {}));
-    children.push(await start(path.join(ROOT, 'dist/bench/hello-server.js'), headersPort, { BENCH_ATRIUM_HEADERS: '1' }));
     children.push(
       await start(path.join(ROOT, 'dist/src/main.js'), atriumPort, {
         DATA_DIR: dataDir,
@@ -110,10 +109,17 @@ async function main() {
     });
     const { access_token: token } = (await login.json()) as { access_token: string };
     const auth = { authorization: `Bearer ${token}` };
+    const profile = await (await fetch(`${base}/v1/me/profile`, { headers: auth })).text();
+    const hello = path.join(ROOT, 'dist/bench/hello-server.js');
+    children.push(await start(hello, helloPort, {}));
+    children.push(await start(hello, headersPort, { BENCH_ATRIUM_HEADERS: '1' }));
+    children.push(await start(hello, ceilingPort, { BENCH_ATRIUM_HEADERS: '1', BENCH_BODY: profile }));
     const scenarios: Scenario[] = [
       { name: 'baseline: raw fastify hello-world', url: `http://127.0.0.1:${helloPort}/` },
       // For reference, no target: the same hello-world sending the headers every Atrium response carries.
       { name: 'raw fastify + Atrium response headers', url: `http://127.0.0.1:${headersPort}/` },
+      // The ceiling of a profile read: Atrium's headers and the profile's exact body, no work at all.
+      { name: 'raw fastify + headers + profile body', url: `http://127.0.0.1:${ceilingPort}/` },
       { name: 'GET /v1/health', url: `${base}/v1/health` },
       { name: 'GET /v1/me/profile (Bearer)', target: 0.5, url: `${base}/v1/me/profile`, headers: auth },
       {

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { buildSchema, createResolversMap, type NonEmptyArray } from 'type-graphql';
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { buildSubgraphSchema } from '@apollo/subgraph';
+import { DateTimeISO } from './date-time';
 import { parse, type GraphQLSchema } from 'graphql';
 
 export const subgraphNames = ['identity', 'admin', 'billing', 'modules'] as const;
@@ -57,6 +58,7 @@ export async function buildSubgraph(definition: SubgraphDefinition): Promise<Bui
     // Input rules live in the core services, once for every transport.
     validate: false,
     pubSub: contextBusOnly,
+    scalarsMap: [{ type: Date, scalar: DateTimeISO }],
   });
   const sdl = `${FEDERATION_LINK}\n${printSchemaWithDirectives(schema)}\n`;
   return { name: definition.name, schema, sdl, references: definition.references ?? {} };
