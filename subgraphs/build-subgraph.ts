@@ -2,8 +2,8 @@ import 'reflect-metadata';
 import { buildSchema, createResolversMap, type NonEmptyArray } from 'type-graphql';
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { DateTimeISO } from './date-time';
 import { parse, type GraphQLSchema } from 'graphql';
+import { DateTimeISO } from './date-time';
 
 export const subgraphNames = ['identity', 'admin', 'billing', 'modules'] as const;
 export type SubgraphName = (typeof subgraphNames)[number];
