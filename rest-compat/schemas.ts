@@ -1,9 +1,18 @@
+import type { FastifyRequest } from 'fastify';
 import type { JsonSchema } from './route';
 
 /** Shared JSON-schema fragments of the REST surface (also the OpenAPI components). */
 export const nullable = (type: string, extra: JsonSchema = {}): JsonSchema => ({ type: [type, 'null'], ...extra });
 export const dateTime: JsonSchema = { type: 'string', format: 'date-time' };
 export const uuid: JsonSchema = { type: 'string', format: 'uuid' };
+
+/** `?company_id=` of the admin routes a superadmin may point at another company. */
+export const actingCompanyId: JsonSchema = {
+  ...uuid,
+  description: "Superadmins only: the company to act on (default: the caller's own)",
+};
+export const actingCompanyQuery: JsonSchema = { type: 'object', additionalProperties: false, properties: { company_id: actingCompanyId } };
+export const actingCompanyOf = (request: FastifyRequest) => (request.query as { company_id?: string }).company_id ?? null;
 
 export const problemSchema: JsonSchema = {
   type: 'object',

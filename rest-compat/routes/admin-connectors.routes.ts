@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { JsonSchema, RestRoute } from '../route';
-import { nullable, uuid } from '../schemas';
+import { actingCompanyOf, actingCompanyQuery, nullable, uuid } from '../schemas';
 import {
   CLIENT_ID_MAX,
   CLIENT_SECRET_MAX,
@@ -56,12 +56,6 @@ const connector: JsonSchema = {
   },
 };
 
-const companyQuery: JsonSchema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { company_id: { ...uuid, description: "Superadmins only: the company to act on (default: the caller's own)" } },
-};
-const companyOf = (request: FastifyRequest) => (request.query as { company_id?: string }).company_id ?? null;
 const nameParams: JsonSchema = {
   type: 'object',
   required: ['name'],
@@ -136,12 +130,12 @@ export const adminConnectorRoutes: RestRoute[] = [
     tag: 'Administration',
     auth: 'required',
     status: 200,
-    request: { querystring: companyQuery },
+    request: { querystring: actingCompanyQuery },
     response: { type: 'array', items: connector },
     problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such company (superadmin)' },
     graphql: {
       document: `query Connectors($companyId: ID) { connectors(companyId: $companyId) { ${FIELDS} } }`,
-      variables: (request) => ({ companyId: companyOf(request) }),
+      variables: (request) => ({ companyId: actingCompanyOf(request) }),
       result: (data) => (data.connectors as ConnectorData[]).map(connectorBody),
     },
   },
@@ -157,13 +151,13 @@ export const adminConnectorRoutes: RestRoute[] = [
     tag: 'Administration',
     auth: 'required',
     status: 200,
-    request: { params: nameParams, querystring: companyQuery, body: patchBody },
+    request: { params: nameParams, querystring: actingCompanyQuery, body: patchBody },
     response: connector,
     problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such connector, or no such company (superadmin)' },
     graphql: {
       document: `mutation UpdateConnector($name: String!, $input: ConnectorInput!, $companyId: ID) {
         updateConnector(name: $name, input: $input, companyId: $companyId) { ${FIELDS} } }`,
-      variables: (request) => ({ name: nameOf(request), input: patchOf(request), companyId: companyOf(request) }),
+      variables: (request) => ({ name: nameOf(request), input: patchOf(request), companyId: actingCompanyOf(request) }),
       result: (data) => connectorBody(data.updateConnector as ConnectorData),
     },
   },
@@ -180,13 +174,13 @@ export const adminConnectorRoutes: RestRoute[] = [
     tag: 'Administration',
     auth: 'required',
     status: 200,
-    request: { params: nameParams, querystring: companyQuery },
+    request: { params: nameParams, querystring: actingCompanyQuery },
     response: testResult,
     problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such connector, or no such company (superadmin)' },
     graphql: {
       document: `mutation TestConnector($name: String!, $companyId: ID) {
         testConnector(name: $name, companyId: $companyId) { name ok checks { name ok detail } } }`,
-      variables: (request) => ({ name: nameOf(request), companyId: companyOf(request) }),
+      variables: (request) => ({ name: nameOf(request), companyId: actingCompanyOf(request) }),
       result: (data) => data.testConnector,
     },
   },

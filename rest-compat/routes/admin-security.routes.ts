@@ -1,6 +1,13 @@
 import type { FastifyRequest } from 'fastify';
 import type { RestRoute, JsonSchema } from '../route';
-import { dateTime, nullable, uuid } from '../schemas';
+import {
+  actingCompanyId,
+  actingCompanyOf,
+  actingCompanyQuery,
+  dateTime,
+  nullable,
+  uuid,
+} from '../schemas';
 import { pageEnvelope, pageQuery, toPageBody } from '../pagination';
 import {
   API_KEY_MAX_AGE_BOUNDS,
@@ -11,11 +18,6 @@ import {
   POLICY_MIN_PASSWORD_LENGTH,
   type SecurityPolicyPatch,
 } from '../../src/domains/admin/security-policy.service';
-
-const companyIdParam: JsonSchema = {
-  ...uuid,
-  description: 'Superadmins only: the company to act on (default: the caller\'s own)',
-};
 
 const WHO =
   'Owners and admins of the company and its API keys; a member gets 403. A superadmin may name any company with company_id; ' +
@@ -110,8 +112,6 @@ function policyBodyOf(p: PolicyData) {
   };
 }
 
-const companyQuery: JsonSchema = { type: 'object', additionalProperties: false, properties: { company_id: companyIdParam } };
-const companyOf = (request: FastifyRequest) => (request.query as { company_id?: string }).company_id ?? null;
 
 /** Only the fields the body carries (PUT and PATCH are both partial). */
 function patchOf(request: FastifyRequest): SecurityPolicyPatch {
@@ -136,13 +136,13 @@ function updateRoute(method: 'PUT' | 'PATCH'): RestRoute {
     tag: 'Administration',
     auth: 'required',
     status: 200,
-    request: { body: policyBody, querystring: companyQuery },
+    request: { body: policyBody, querystring: actingCompanyQuery },
     response: policyResponse,
     problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such company (superadmin)' },
     graphql: {
       document: `mutation UpdateSecurityPolicy($input: SecurityPolicyInput!, $companyId: ID) {
         updateSecurityPolicy(input: $input, companyId: $companyId) { ${POLICY_SELECTION} } }`,
-      variables: (request) => ({ input: patchOf(request), companyId: companyOf(request) }),
+      variables: (request) => ({ input: patchOf(request), companyId: actingCompanyOf(request) }),
       result: (data) => policyBodyOf(data.updateSecurityPolicy as PolicyData),
     },
   };
@@ -187,12 +187,12 @@ export const adminSecurityRoutes: RestRoute[] = [
     tag: 'Administration',
     auth: 'required',
     status: 200,
-    request: { querystring: companyQuery },
+    request: { querystring: actingCompanyQuery },
     response: policyResponse,
     problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such company (superadmin)' },
     graphql: {
       document: `query SecurityPolicy($companyId: ID) { securityPolicy(companyId: $companyId) { ${POLICY_SELECTION} } }`,
-      variables: (request) => ({ companyId: companyOf(request) }),
+      variables: (request) => ({ companyId: actingCompanyOf(request) }),
       result: (data) => policyBodyOf(data.securityPolicy as PolicyData),
     },
   },
@@ -213,7 +213,7 @@ export const adminSecurityRoutes: RestRoute[] = [
     request: {
       querystring: {
         ...sessionsQuery,
-        properties: { ...(sessionsQuery.properties as Record<string, JsonSchema>), company_id: companyIdParam },
+        properties: { ...(sessionsQuery.properties as Record<string, JsonSchema>), company_id: actingCompanyId },
       },
     },
     response: pageEnvelope(sessionItem),
