@@ -35,6 +35,8 @@ export default defineConfig(
           ignoreRestSiblings: true,
         },
       ],
+      // Domains add their error codes and events to the kernel's interfaces by declaration merging.
+      '@typescript-eslint/no-empty-object-type': ['error', { allowInterfaces: 'with-single-extends' }],
     },
   },
   {

@@ -1,9 +1,9 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ExecutionResult, GraphQLError } from 'graphql';
-import { AppError, errorCatalog, type ErrorCode } from '../src/errors/catalog';
+import type { ExecutionResult } from 'graphql';
 import { createContext } from '../subgraphs/context';
-import { replyTransport, toGraphQLError } from '../src/host/graphql';
+import { fromGraphQLError, toGraphQLError } from '../subgraphs/errors';
+import { replyTransport } from '../src/host/graphql';
 import { compileOperation } from './compiled-operation';
 import { API_PREFIXES, type RestRoute } from './route';
 import type { Deprecation } from '../src/host/types';
@@ -23,16 +23,6 @@ function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as Promise<T> | null)?.then === 'function';
 }
 
-/** Rebuilds the catalog error a resolver threw from its GraphQL form. */
-function fromGraphQLError(error: GraphQLError): AppError {
-  const { code, http, ...extra } = error.extensions as {
-    code?: string;
-    http?: { headers?: Record<string, string> };
-  } & Record<string, unknown>;
-  const known = code && code in errorCatalog ? (code as ErrorCode) : 'internal_error';
-  return new AppError(known, error.message, { extra, headers: http?.headers });
-}
-
 /**
  * Registers every route of the table under /v1 and /api/v1. A route runs its
  * GraphQL operation in-process on the served schema (compiled once), so REST
@@ -40,7 +30,7 @@ function fromGraphQLError(error: GraphQLError): AppError {
  */
 export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
   async (app, options) => {
-    const secureCookies = app.services.config.publicUrl.startsWith('https://');
+    const secureCookies = app.config.publicUrl.startsWith('https://');
 
     // The routes live in their own scope that parses JSON bodies only: fastify's
     // built-in text/plain parser would turn a text body into a 422 instead of a 415.
@@ -77,7 +67,7 @@ export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
         if (result.errors?.length) throw fromGraphQLError(toGraphQLError(result.errors[0]!, request.log));
         reply.code(route.status);
         const body = mapping.result(result.data as Record<string, unknown>);
-        if (route.paginated) reply.header('link', pageLinks(app.services.config.publicUrl, request.url, body as PageBody));
+        if (route.paginated) reply.header('link', pageLinks(app.config.publicUrl, request.url, body as PageBody));
         if (route.status !== 204) return body;
         reply.send();
         return undefined;
@@ -85,7 +75,7 @@ export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
       // Synchronous when every resolver on the path answers synchronously (cached reads):
       // no promise, no extra tick; fastify sends a returned body and catches a thrown error.
       return (request: FastifyRequest, reply: FastifyReply) => {
-        const context = createContext(app.services, request.principal, request.meta, replyTransport(reply, secureCookies));
+        const context = createContext(app.resolvers, request.principal, request.meta, replyTransport(reply, secureCookies));
         const result = operation.query(undefined, context, mapping.variables?.(request) ?? {});
         return isPromise(result) ? result.then((settled) => finish(request, reply, settled)) : finish(request, reply, result);
       };

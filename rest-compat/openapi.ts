@@ -1,4 +1,4 @@
-import { errorCatalog } from '../src/errors/catalog';
+import { errorCatalog } from '../src/domains';
 import { CURRENT_API_VERSION } from '../src/version';
 import type { JsonSchema, RestRoute } from './route';
 import { httpValidationErrorSchema, problemSchema, validationErrorSchema } from './schemas';

@@ -5,7 +5,8 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import { loadConfig, type Config } from './config';
 import { requestIdFrom } from './request-id';
-import { createServices, type Services } from './services';
+import { boot } from './boot';
+import { errorCatalog } from './domains';
 import { apiVersionPlugin, serviceHeadersPlugin } from './host/api-version';
 import { unitOfWorkPlugin } from './host/unit-of-work';
 import { principalPlugin } from './host/principal';
@@ -16,8 +17,9 @@ import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
 import { lazyChildLogger } from './host/lazy-logger';
 import './host/types';
-import { buildSupergraph } from '../subgraphs/supergraph';
+import { buildSupergraph, supergraphContainer } from '../subgraphs/supergraph';
 import { restCompatPlugin } from '../rest-compat';
+import { buildOpenApi } from '../rest-compat/openapi';
 
 export interface BuildOptions {
   /** Settings over the environment's (tests pass a temp DATA_DIR etc.). */
@@ -38,8 +40,9 @@ function validatorCompilers() {
 
 /** Builds the whole app without listening; main.ts listens, tests inject. */
 export async function buildApp(options: BuildOptions = {}): Promise<FastifyInstance> {
-  const config = loadConfig(options.env ?? process.env, options.config);
-  const services: Services = await createServices(config);
+  const config = loadConfig(options.env, options.config);
+  // A server does background work (mail retries, due deletions); CLI commands boot without it.
+  const atrium = await boot(config, { background: true });
   const supergraph = await buildSupergraph();
 
   const app = Fastify({
@@ -54,10 +57,12 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     routerOptions: { ignoreTrailingSlash: true },
   });
   app.setValidatorCompiler(validatorCompilers());
-  app.decorate('services', services);
-  services.mailer.useLogger(app.log);
-  services.passwordReset.useLogger(app.log);
-  app.addHook('onClose', async () => services.close());
+  app.decorate('config', config);
+  app.decorate('kernel', atrium.kernel);
+  app.decorate('domains', atrium.domains);
+  app.decorate('resolvers', supergraphContainer(atrium.domains));
+  atrium.kernel.log.use(app.log);
+  app.addHook('onClose', async () => atrium.close());
   // The access log costs a hook per request; skip it when its level is off.
   if (['trace', 'debug', 'info'].includes(app.log.level)) {
     app.addHook('onResponse', async (request, reply) => {
@@ -99,6 +104,6 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   await app.register(apiVersionPlugin);
   await app.register(graphqlPlugin, { supergraph });
   await app.register(restCompatPlugin);
-  await app.register(docsPlugin);
+  await app.register(docsPlugin, { openapi: buildOpenApi(config.publicUrl), errors: errorCatalog });
   return app;
 }

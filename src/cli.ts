@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config';
-import { createServices, inContext, type Services } from './services';
+import { boot, inContext, type Atrium } from './boot';
 import { isAppError } from './errors/catalog';
 import { mailStatuses, type MailStatus } from './mail/outbox.entity';
 import { buildApp } from './app';
-import { isSubgraphName, serveSubgraph } from '../subgraphs/serve';
+import { identityDomain } from './domains/identity';
+import { isSubgraphName, serveSubgraph, subgraphDefinition } from '../subgraphs/serve';
 
 const USAGE = `Usage: atrium [command] [options]
 
@@ -66,14 +67,15 @@ function refusal(error: unknown): Refused | undefined {
   return new Refused(error.message);
 }
 
-async function oneShot<T>(fn: (services: Services) => Promise<T>): Promise<T> {
-  const services = await createServices(loadConfig());
+/** Boots every domain without background work, runs `fn` in one unit of work, and closes. */
+async function oneShot<T>(fn: (atrium: Atrium) => Promise<T>): Promise<T> {
+  const atrium = await boot(loadConfig());
   try {
-    return await inContext(services.orm, () => fn(services));
+    return await inContext(atrium.kernel.orm, () => fn(atrium));
   } catch (error) {
     throw refusal(error) ?? error;
   } finally {
-    await services.close();
+    await atrium.close();
   }
 }
 
@@ -91,7 +93,7 @@ async function createOwner(args: string[]) {
     company: required(values, 'company'),
     superadmin: values.superadmin === true,
   };
-  const { company, user } = await oneShot((s) => s.identity.createCompanyWithOwner(input));
+  const { company, user } = await oneShot((s) => s.domains.identity.accounts.createCompanyWithOwner(input));
   console.log(JSON.stringify({ company_id: company.id, user_id: user.id, email: user.email }));
 }
 
@@ -102,15 +104,15 @@ async function createApiKey(args: string[]) {
   if (values.help) return console.log(USAGE);
   const ref = required(values, 'company');
   const name = typeof values.name === 'string' ? values.name : 'cli';
-  const { apiKey, plaintext } = await oneShot(async (s) => {
-    let company = UUID.test(ref) ? (await s.identity.companiesByIds([ref.toLowerCase()]))[0] : null;
+  const { apiKey, plaintext } = await oneShot(async ({ domains: { identity } }) => {
+    let company = UUID.test(ref) ? (await identity.accounts.companiesByIds([ref.toLowerCase()]))[0] : null;
     if (!company) {
-      const named = await s.identity.findCompaniesByName(ref);
+      const named = await identity.accounts.findCompaniesByName(ref);
       if (named.length > 1) throw new Refused(`More than one company is named "${ref}"; pass its id instead`);
       company = named[0] ?? null;
     }
     if (!company) throw new Refused(`No company with id or name "${ref}"`);
-    return s.apiKeys.createCompanyKey({ companyId: company.id, name });
+    return identity.apiKeys.createCompanyKey({ companyId: company.id, name });
   });
   console.log(JSON.stringify({ id: apiKey.id, name: apiKey.name, key: plaintext }));
   console.error('Store this key now: it is shown only once.');
@@ -128,7 +130,7 @@ async function mailOutbox(args: string[]) {
   if (values.help) return console.log(USAGE);
   if (typeof values.show === 'string') {
     const id = values.show;
-    const mail = await oneShot((s) => s.mailer.get(id));
+    const mail = await oneShot((s) => s.kernel.mailer.get(id));
     if (!mail) throw new Refused(`No mail with id "${id}"`);
     if (values.html) return console.log(mail.html);
     console.log(
@@ -147,8 +149,8 @@ async function mailOutbox(args: string[]) {
   }
   if (values.retry) {
     const result = await oneShot(async (s) => {
-      if (!s.mailer.smtpConfigured) throw new Refused('SMTP_URL is not set: mail stays in the outbox');
-      return s.mailer.retryFailed();
+      if (!s.kernel.mailer.smtpConfigured) throw new Refused('SMTP_URL is not set: mail stays in the outbox');
+      return s.kernel.mailer.retryFailed();
     });
     return console.log(JSON.stringify(result));
   }
@@ -158,7 +160,7 @@ async function mailOutbox(args: string[]) {
   if (status !== undefined && !mailStatuses.includes(status as MailStatus)) {
     throw new UsageError(`--status must be one of ${mailStatuses.join(', ')}`);
   }
-  const mails = await oneShot((s) => s.mailer.list({ status: status as MailStatus | undefined, limit }));
+  const mails = await oneShot((s) => s.kernel.mailer.list({ status: status as MailStatus | undefined, limit }));
   for (const mail of mails) {
     console.log(
       JSON.stringify({
@@ -193,7 +195,7 @@ async function serve(args: string[]) {
   const { values } = parse(args, {});
   if (values.help) return console.log(USAGE);
   const app = await buildApp();
-  const { host, port } = app.services.config;
+  const { host, port } = app.config;
   await app.listen({ host, port });
   onSignal(() => app.close(), (msg) => app.log.info(msg));
 }
@@ -212,12 +214,13 @@ async function subgraph(args: string[]) {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  const services = await createServices(config);
-  const served = await serveSubgraph(name, { host: config.host, port: config.port, services });
+  // Only the domains this subgraph serves, and identity, which authenticates every request.
+  const atrium = await boot(config, { domains: [identityDomain, ...subgraphDefinition(name).domains] });
+  const served = await serveSubgraph(name, { host: config.host, port: config.port, orm: atrium.kernel.orm, domains: atrium.domains });
   console.error(`atrium: ${name} subgraph listening at ${served.url}`);
   onSignal(async () => {
     await served.stop();
-    await services.close();
+    await atrium.close();
   }, (msg) => console.error(`atrium: ${msg}`));
 }
 

@@ -3,7 +3,7 @@ import { buildApp } from './app';
 /** The only file that listens. Stops cleanly on SIGINT/SIGTERM. */
 async function main() {
   const app = await buildApp();
-  const { host, port } = app.services.config;
+  const { host, port } = app.config;
   await app.listen({ host, port });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {

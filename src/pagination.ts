@@ -2,6 +2,14 @@ import { AppError, type ValidationIssue } from './errors/catalog';
 
 export const MAX_PER_PAGE = 100;
 
+/** One page of a list: the one envelope every list uses (REST adds snake_case and a Link header). */
+export interface Page<T> {
+  items: T[];
+  page: number;
+  perPage: number;
+  total: number;
+}
+
 /** Checks page/per_page once for every list; the REST schemas carry the same bounds. */
 export function checkPage(page: number, perPage: number): { page: number; perPage: number } {
   const issues: ValidationIssue[] = [];

@@ -3,7 +3,9 @@ import { buildSchema, createResolversMap, type NonEmptyArray } from 'type-graphq
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse, type GraphQLSchema } from 'graphql';
+import type { AnyDomain, ApisOfList } from '../src/kernel/domain';
 import { DateTimeISO } from './date-time';
+import type { GraphQLContext } from './context';
 
 export const subgraphNames = ['identity', 'admin', 'billing', 'modules'] as const;
 export type SubgraphName = (typeof subgraphNames)[number];
@@ -16,14 +18,34 @@ const FEDERATION_LINK = `extend schema
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type ReferenceResolver = (reference: any, context: any) => unknown;
 
-export interface SubgraphDefinition {
+/**
+ * A resolver class: its static `from` builds the instance from the domain
+ * APIs it uses, and its parameter type says which those are. A subgraph
+ * lists the domains it serves, so a resolver that uses any other domain does
+ * not type-check in it.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ResolverClass<Apis = any> = (abstract new (...args: any[]) => object) & { from(apis: Apis): object };
+
+export interface SubgraphDefinition<Domains extends readonly AnyDomain[] = readonly AnyDomain[]> {
   name: SubgraphName;
-  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
-  resolvers: NonEmptyArray<Function>;
+  /** The domains its resolvers use; `atrium subgraph <name>` boots these (and what they require) only. */
+  domains: Domains;
+  resolvers: readonly ResolverClass<ApisOfList<Domains>>[];
   // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
   orphanedTypes?: Function[];
   /** `__resolveReference` per entity type this subgraph can resolve by key. */
   references?: Record<string, ReferenceResolver>;
+}
+
+/** Infers a subgraph definition's types (its domains, their APIs). */
+export function defineSubgraph<const Domains extends readonly AnyDomain[]>(definition: SubgraphDefinition<Domains>): SubgraphDefinition<Domains> {
+  return definition;
+}
+
+/** The resolver instances of these subgraphs, built from one app's domain APIs. */
+export function resolverInstances(definitions: readonly SubgraphDefinition[], apis: Record<string, unknown>): object[] {
+  return definitions.flatMap((definition) => definition.resolvers.map((resolver) => resolver.from(apis)));
 }
 
 export interface BuiltSubgraph {
@@ -37,21 +59,24 @@ export interface BuiltSubgraph {
 
 /**
  * type-graphql requires a PubSub even when every subscription brings its own
- * `subscribe`. Atrium's subscriptions read the core event bus from the
- * context (one bus per running app), so topic-based use is refused loudly.
+ * `subscribe`. Atrium's subscriptions read the kernel's event bus through
+ * their resolver (one bus per running app), so topic-based use is refused loudly.
  */
 const contextBusOnly = {
   publish(): never {
-    throw new Error('Publish through services.bus; subscriptions read the core event bus');
+    throw new Error('Publish through the kernel event bus; subscriptions read it through their resolver');
   },
   subscribe(): never {
-    throw new Error('Declare @Subscription({ subscribe }) over ctx.services.bus; topics are not used');
+    throw new Error('Declare @Subscription({ subscribe }) over the event bus; topics are not used');
   },
 };
 
 export async function buildSubgraph(definition: SubgraphDefinition): Promise<BuiltSubgraph> {
   const schema = await buildSchema({
-    resolvers: definition.resolvers,
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+    resolvers: definition.resolvers as unknown as NonEmptyArray<Function>,
+    // Resolver instances belong to an app (its domains); the request's context holds them.
+    container: ({ context }) => (context as GraphQLContext).container,
     orphanedTypes: definition.orphanedTypes,
     // A subgraph may have no Query of its own (it only extends entities).
     skipCheck: true,

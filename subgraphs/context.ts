@@ -1,9 +1,5 @@
 import DataLoader from 'dataloader';
-import type { Services } from '../src/services';
 import type { Principal, RequestMeta } from '../src/auth/principal';
-import type { Company } from '../src/domains/identity/company.entity';
-import type { Plan } from '../src/domains/billing/plan.entity';
-import type { User } from '../src/domains/identity/user.entity';
 
 /** What a transport can do for a resolver beyond returning data. */
 export interface TransportHooks {
@@ -11,56 +7,70 @@ export interface TransportHooks {
 }
 
 /**
- * Batch loaders, created on first use so cheap requests pay nothing. An HTTP
- * request gets its own, which also remember what they loaded for the
- * request's life. A WebSocket connection lives long and runs many operations,
- * so its loaders only batch (`remember: false`): a remembered row would go
- * stale between operations.
+ * Batch loaders of one request, created on first use and keyed by their
+ * batch function, so cheap requests pay nothing and a resolver brings its own
+ * batch (`ctx.loaders.of(this.companiesByIds).load(id)`). An HTTP request's
+ * loaders also remember what they loaded for the request's life. A WebSocket
+ * connection lives long and runs many operations, so its loaders only batch
+ * (`remember: false`): a remembered row would go stale between operations.
  */
 export class Loaders {
-  private companies?: DataLoader<string, Company | null>;
-  private plans?: DataLoader<string, Plan | null>;
-  private users?: DataLoader<string, User | null>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  private readonly loaders = new Map<DataLoader.BatchLoadFn<any, any>, DataLoader<any, any>>();
 
-  constructor(
-    private readonly services: Services,
-    private readonly options: { remember: boolean } = { remember: true },
-  ) {}
+  constructor(private readonly options: { remember: boolean } = { remember: true }) {}
 
-  /** A DataLoader under this set's caching rule, for resolvers with a batch of their own. */
-  create<K, V>(batch: DataLoader.BatchLoadFn<K, V>): DataLoader<K, V> {
-    return new DataLoader(batch, { cache: this.options.remember });
-  }
-
-  get companyById(): DataLoader<string, Company | null> {
-    return (this.companies ??= this.create((ids) => this.services.identity.companiesByIds(ids)));
-  }
-
-  get userById(): DataLoader<string, User | null> {
-    return (this.users ??= this.create((ids) => this.services.identity.usersByIds(ids)));
-  }
-
-  get planByCompanyId(): DataLoader<string, Plan | null> {
-    return (this.plans ??= this.create((ids) => this.services.plans.plansForCompanies(ids)));
+  /** The request's loader for this batch function (pass a stable, bound function). */
+  of<K, V>(batch: DataLoader.BatchLoadFn<K, V>): DataLoader<K, V> {
+    let loader = this.loaders.get(batch) as DataLoader<K, V> | undefined;
+    if (!loader) {
+      loader = new DataLoader(batch, { cache: this.options.remember });
+      this.loaders.set(batch, loader);
+    }
+    return loader;
   }
 }
 
-/** The context every resolver receives, over HTTP, WebSocket or the REST adapter. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Constructor = abstract new (...args: any[]) => object;
+
+/**
+ * The resolver instances of one running app, each built from the domain
+ * APIs it declares (its static `from`). type-graphql asks the context's
+ * container for the instance of a resolver class on every call.
+ */
+export class ResolverContainer {
+  private readonly instances = new Map<Constructor, object>();
+
+  constructor(instances: Iterable<object>) {
+    for (const instance of instances) this.instances.set(instance.constructor as Constructor, instance);
+  }
+
+  get<T extends object>(cls: abstract new (...args: never[]) => T): T {
+    const instance = this.instances.get(cls as unknown as Constructor);
+    if (!instance) throw new Error(`No resolver ${cls.name} in this app: its subgraph is not served here`);
+    return instance as T;
+  }
+}
+
+/** The context every resolver receives, over HTTP, WebSocket, the REST adapter or a standalone subgraph. */
 export interface GraphQLContext {
-  services: Services;
   principal: Principal;
   meta: RequestMeta;
   loaders: Loaders;
+  container: ResolverContainer;
   transport?: TransportHooks;
+  /** Set on operations that arrive over a graphql-ws socket. */
+  viaSocket?: boolean;
 }
 
 export function createContext(
-  services: Services,
+  container: ResolverContainer,
   principal: Principal,
   meta: RequestMeta,
   transport?: TransportHooks,
 ): GraphQLContext {
-  return { services, principal, meta, loaders: new Loaders(services), transport };
+  return { principal, meta, loaders: new Loaders(), container, transport };
 }
 
 /**

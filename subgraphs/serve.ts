@@ -5,28 +5,28 @@ import {
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import { GraphQLError } from 'graphql';
-import { inContext, type Services } from '../src/services';
+import { runInUnitOfWork } from '../src/db/unit-of-work';
 import type { Orm } from '../src/db/orm';
 import { requestIdFrom } from '../src/request-id';
-import { resolvePrincipal } from '../src/host/principal';
-import { toGraphQLError } from '../src/host/graphql';
-import { federatedSchema, subgraphNames, type SubgraphName } from './build-subgraph';
-import { buildSubgraphs } from './supergraph';
-import { createContext, type GraphQLContext } from './context';
+import type { IdentityApi } from '../src/domains/identity';
+import { federatedSchema, resolverInstances, subgraphNames, type SubgraphName } from './build-subgraph';
+import { buildSubgraphs, subgraphDefinitions } from './supergraph';
+import { createContext, ResolverContainer, type GraphQLContext } from './context';
+import { toGraphQLError } from './errors';
 
 export interface ServeSubgraphOptions {
   host: string;
   /** 0 picks a free port; the returned url carries the real one. */
   port: number;
-  services: Services;
+  orm: Orm;
+  /** The booted domains' APIs: the subgraph's own, and identity's (every request is authenticated). */
+  domains: Record<string, unknown> & { identity: IdentityApi };
 }
 
 export interface ServedSubgraph {
   url: string;
   stop(): Promise<void>;
 }
-
-/** Same rule as the main app's genReqId. */
 
 /**
  * startStandaloneServer hands every HTTP request to executeHTTPGraphQLRequest,
@@ -44,7 +44,7 @@ class UnitOfWorkServer extends ApolloServer<GraphQLContext> {
   override executeHTTPGraphQLRequest(
     request: Parameters<ApolloServer<GraphQLContext>['executeHTTPGraphQLRequest']>[0],
   ): Promise<HTTPGraphQLResponse> {
-    return inContext(this.orm, () => super.executeHTTPGraphQLRequest(request));
+    return runInUnitOfWork(this.orm, () => super.executeHTTPGraphQLRequest(request));
   }
 }
 
@@ -52,18 +52,25 @@ export function isSubgraphName(name: string): name is SubgraphName {
   return (subgraphNames as readonly string[]).includes(name);
 }
 
+export function subgraphDefinition(name: SubgraphName) {
+  const definition = subgraphDefinitions.find((s) => s.name === name);
+  if (!definition) throw new Error(`Unknown subgraph "${name}"`);
+  return definition;
+}
+
 /**
  * Serves one subgraph alone (`_service`, `_entities` and its own fields) with
- * @apollo/server, for a federation gateway. The caller owns `services` and
+ * @apollo/server, for a federation gateway. The caller owns the domains and
  * closes them after `stop()`.
  */
 export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOptions): Promise<ServedSubgraph> {
-  const { services } = options;
-  const subgraph = (await buildSubgraphs()).find((s) => s.name === name);
-  if (!subgraph) throw new Error(`Unknown subgraph "${name}"`);
+  const definition = subgraphDefinition(name);
+  const subgraph = (await buildSubgraphs()).find((s) => s.name === name)!;
+  const container = new ResolverContainer(resolverInstances([definition], options.domains));
+  const access = options.domains.identity.access;
   const log = { error: (obj: object, msg: string) => console.error(msg, obj) };
 
-  const server = new UnitOfWorkServer(services.orm, {
+  const server = new UnitOfWorkServer(options.orm, {
     schema: federatedSchema(subgraph),
     introspection: true,
     // No HTML sandbox (it loads from a CDN); no ftv1 resolver timings for any caller who asks.
@@ -75,14 +82,10 @@ export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOp
   const { url } = await startStandaloneServer(server, {
     listen: { host: options.host, port: options.port },
     context: async ({ req }) => {
-      const given = req.headers['x-request-id'];
-      const meta = {
-        requestId: requestIdFrom(given),
-        ip: req.socket.remoteAddress ?? '',
-        userAgent: req.headers['user-agent'] ?? null,
-      };
-      const principal = await resolvePrincipal(services, req.headers.authorization);
-      return createContext(services, principal, meta);
+      const ip = req.socket.remoteAddress ?? '';
+      const meta = { requestId: requestIdFrom(req.headers['x-request-id']), ip, userAgent: req.headers['user-agent'] ?? null };
+      const principal = await access.bearer(req.headers.authorization, ip);
+      return createContext(container, principal, meta);
     },
   });
 

@@ -14,13 +14,19 @@ import {
   type GraphQLScalarType,
   type GraphQLSchema,
 } from 'graphql';
-import { buildSubgraph, type BuiltSubgraph } from './build-subgraph';
+import { buildSubgraph, resolverInstances, type BuiltSubgraph, type SubgraphDefinition } from './build-subgraph';
+import { ResolverContainer } from './context';
 import { identitySubgraph } from './identity';
 import { adminSubgraph } from './admin';
 import { billingSubgraph } from './billing';
 import { modulesSubgraph } from './modules';
 
-export const subgraphDefinitions = [identitySubgraph, adminSubgraph, billingSubgraph, modulesSubgraph];
+export const subgraphDefinitions: readonly SubgraphDefinition[] = [identitySubgraph, adminSubgraph, billingSubgraph, modulesSubgraph];
+
+/** The resolvers of every subgraph, built from one app's domain APIs (single-node mode). */
+export function supergraphContainer(apis: Record<string, unknown>): ResolverContainer {
+  return new ResolverContainer(resolverInstances(subgraphDefinitions, apis));
+}
 
 export interface Supergraph {
   subgraphs: BuiltSubgraph[];
@@ -73,7 +79,8 @@ export async function buildSupergraph(): Promise<Supergraph> {
     [MapperKind.OBJECT_FIELD]: (fieldConfig, fieldName, typeName) => {
       const source = implementations.fields.get(`${typeName}.${fieldName}`);
       if (!source) return fieldConfig;
-      return { ...fieldConfig, resolve: source.resolve, subscribe: source.subscribe };
+      // Extensions carry each field's declared policy (subgraphs/policy).
+      return { ...fieldConfig, resolve: source.resolve, subscribe: source.subscribe, extensions: source.extensions };
     },
   });
   return { subgraphs, supergraphSdl, apiSdl, schema };

@@ -35,7 +35,7 @@ async function mailsTo(app: FastifyInstance, to: string) {
 
 async function addUser(app: FastifyInstance, companyId: string, role: Role) {
   const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
-  const em = app.services.orm.em.fork();
+  const em = app.kernel.orm.em.fork();
   const user = em.create(User, { company: em.getReference(Company, companyId), email, passwordHash: await hashPassword(PASSWORD, 1024), role });
   await em.flush();
   return { email, userId: user.id };
@@ -72,7 +72,7 @@ test('requesting deletion needs an authentication within 5 minutes; then 202 wit
 
   const [mail] = await mailsTo(app, owner.email);
   assert.equal(mail?.template, 'account_deletion_scheduled');
-  assert.ok(mail.text.includes(`${app.services.config.publicUrl}/app/cancel-deletion`), mail.text);
+  assert.ok(mail.text.includes(`${app.config.publicUrl}/app/cancel-deletion`), mail.text);
   assert.ok(mail.text.includes(new Date(when).toISOString().slice(0, 16).replace('T', ' ')), mail.text);
 
   // Asking again answers the same date, without another mail.
@@ -119,10 +119,10 @@ test('executeDue deletes the users whose time has come, and only those', async (
   assert.equal((await profile(app, dueTokens.access_token)).statusCode, 200);
 
   // Not due yet: nothing happens.
-  assert.deepEqual(await app.services.accountDeletion.executeDue(new Date(Date.now() + 13 * DAY_MS)), { deleted: [], blocked: [] });
+  assert.deepEqual(await app.domains.identity.deletion.executeDue(new Date(Date.now() + 13 * DAY_MS)), { deleted: [], blocked: [] });
   assert.ok(await userExists(app, due.userId));
 
-  const run = await app.services.accountDeletion.executeDue(new Date(Date.now() + 15 * DAY_MS));
+  const run = await app.domains.identity.deletion.executeDue(new Date(Date.now() + 15 * DAY_MS));
   assert.deepEqual(run, { deleted: [due.userId], blocked: [] });
   assert.equal(await userExists(app, due.userId), false);
   assert.ok(await userExists(app, cancelled.userId));
@@ -156,7 +156,7 @@ test('executeDue deletes the users whose time has come, and only those', async (
   assert.deepEqual((await mailsTo(app, due.email)).map((m) => m.template), ['account_deletion_scheduled', 'account_deleted']);
 
   // Idempotent: a second run finds nothing more.
-  assert.deepEqual(await app.services.accountDeletion.executeDue(new Date(Date.now() + 15 * DAY_MS)), { deleted: [], blocked: [] });
+  assert.deepEqual(await app.domains.identity.deletion.executeDue(new Date(Date.now() + 15 * DAY_MS)), { deleted: [], blocked: [] });
 });
 
 test('the only owner of a company with other users cannot leave; members can; an owner alone can', async (t) => {
@@ -176,10 +176,10 @@ test('the only owner of a company with other users cannot leave; members can; an
   assert.equal((await requestDeletion(app, ownerToken)).statusCode, 202);
   // ...but the owner is held back while the member could still cancel; once the member is gone, the owner goes too.
   await sql(app, 'update users set deletion_scheduled_for = ? where id = ?', [Date.now() + 20 * DAY_MS, member.userId]);
-  const held = await app.services.accountDeletion.executeDue(new Date(Date.now() + 15 * DAY_MS));
+  const held = await app.domains.identity.deletion.executeDue(new Date(Date.now() + 15 * DAY_MS));
   assert.deepEqual(held, { deleted: [], blocked: [owner.userId] });
   assert.ok(await userExists(app, owner.userId));
-  const done = await app.services.accountDeletion.executeDue(new Date(Date.now() + 21 * DAY_MS));
+  const done = await app.domains.identity.deletion.executeDue(new Date(Date.now() + 21 * DAY_MS));
   assert.deepEqual(new Set(done.deleted), new Set([owner.userId, member.userId]));
   assert.equal((await sql(app, 'select id from companies where id = ?', [owner.companyId])).length, 1, 'the company stays');
 });
@@ -198,12 +198,12 @@ test('with another active owner an owner may leave; if that owner is gone by the
 
   // Demoted before the deletion runs: the deletion is held back, not executed, and can still be cancelled.
   await sql(app, "update users set role = 'member' where id = ?", [coOwner.userId]);
-  const run = await app.services.accountDeletion.executeDue(new Date(Date.now() + 15 * DAY_MS));
+  const run = await app.domains.identity.deletion.executeDue(new Date(Date.now() + 15 * DAY_MS));
   assert.deepEqual(run, { deleted: [], blocked: [owner.userId] });
   assert.ok(await userExists(app, owner.userId));
   assert.ok((await profile(app, ownerToken)).json().deletion_scheduled_for);
   await sql(app, "update users set role = 'owner' where id = ?", [coOwner.userId]);
-  assert.deepEqual(await app.services.accountDeletion.executeDue(new Date(Date.now() + 15 * DAY_MS)), { deleted: [owner.userId], blocked: [] });
+  assert.deepEqual(await app.domains.identity.deletion.executeDue(new Date(Date.now() + 15 * DAY_MS)), { deleted: [owner.userId], blocked: [] });
   assert.equal(await loginStatus(app, member.email), 200);
 });
 

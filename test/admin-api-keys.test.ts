@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import WebSocket from 'ws';
 import { createClient, type Client } from 'graphql-ws';
-import { MAX_ACTIVE_API_KEYS } from '../src/domains/admin/api-keys.service';
+import { MAX_ACTIVE_API_KEYS } from '../src/domains/identity';
 import type { AuditEvent } from '../src/domains/audit/audit-event.entity';
 import { assertCode, assertInvalid, call, cast, gql, seedUser, sql } from './admin-helper';
 import { bearer, build, login, seedOwner } from './helper';
@@ -17,7 +17,7 @@ test('POST /admin/api-keys: 201 with the plaintext once; the key works; GET list
   const app = await build(t);
   const c = await cast(app);
   const published: AuditEvent[] = [];
-  t.after(app.services.bus.subscribe('audit.recorded', (e) => published.push(e)));
+  t.after(app.kernel.events.subscribe('audit.recorded', (e) => published.push(e)));
 
   const res = await call(app, c.tokens.adminA, 'POST', '/v1/admin/api-keys', { name: 'CI deploys' });
   assert.equal(res.statusCode, 201, res.body);
@@ -77,7 +77,7 @@ test('DELETE /admin/api-keys/{id}: 204, a cached key is refused at once, audited
   const app = await build(t);
   const c = await cast(app);
   const published: AuditEvent[] = [];
-  t.after(app.services.bus.subscribe('audit.recorded', (e) => published.push(e)));
+  t.after(app.kernel.events.subscribe('audit.recorded', (e) => published.push(e)));
 
   // The key is used (and so cached by the credential cache) right before its deletion.
   assert.equal((await keysOf(app, c.tokens.keyA)).statusCode, 200);
@@ -190,7 +190,7 @@ test('revoking a key closes its open subscriptions (4401) and the revocation str
   const ownerReceived: { action: string }[] = [];
   open(`Bearer ${created.key}`, keyClosed, []);
   open(`Bearer ${access_token}`, [], ownerReceived);
-  const listeners = () => (app.services.bus as unknown as { emitter: { listenerCount(topic: string): number } }).emitter.listenerCount('audit.recorded');
+  const listeners = () => (app.kernel.events as unknown as { emitter: { listenerCount(topic: string): number } }).emitter.listenerCount('audit.recorded');
   await until(() => listeners() === 2, 'both subscriptions to attach');
 
   assert.equal((await call(app, access_token, 'DELETE', `/v1/admin/api-keys/${created.id}`)).statusCode, 204);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { assertCode, assertInvalid, call, cast, gql, seedUser, sql } from './admin-helper';
 import { Invitation } from '../src/domains/identity/invitation.entity';
 import { Company } from '../src/domains/identity/company.entity';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 import type { AuditEvent } from '../src/domains/audit/audit-event.entity';
 import { build } from './helper';
 
@@ -77,7 +77,7 @@ test('PATCH /admin/companies/{id}: rename (audited, on the bus); plan only by a 
   const app = await build(t);
   const c = await cast(app);
   const published: AuditEvent[] = [];
-  const stop = app.services.bus.subscribe('audit.recorded', (e) => published.push(e));
+  const stop = app.kernel.events.subscribe('audit.recorded', (e) => published.push(e));
   t.after(stop);
 
   const res = await call(app, c.tokens.adminA, 'PATCH', `/v1/admin/companies/${c.a.companyId}`, { name: '  Acme Renamed ' });
@@ -118,7 +118,7 @@ test('GET /admin/companies/{id}/audit: newest first, per_page 50, action and act
   const app = await build(t);
   const c = await cast(app);
   for (let i = 0; i < 55; i++) {
-    await app.services.audit.record({ action: 'test.event', companyId: c.a.companyId, actor: { actorType: 'system', actorId: null, actorLabel: 'robot' }, data: { i } });
+    await app.domains.audit.log.record({ action: 'test.event', companyId: c.a.companyId, actor: { actorType: 'system', actorId: null, actorLabel: 'robot' }, data: { i } });
   }
   await call(app, c.tokens.adminA, 'PATCH', `/v1/admin/companies/${c.a.companyId}`, { name: 'Renamed' });
 
@@ -158,8 +158,8 @@ test('GET /admin/overview: real counts of the caller company and its recent secu
   const app = await build(t);
   const c = await cast(app); // A: owner, admin, member (all signed in once), key A
   await seedUser(app, c.a.companyId, 'member', 'suspended');
-  await inContext(app.services.orm, async () => {
-    const em = app.services.orm.em.fork();
+  await inContext(app.kernel.orm, async () => {
+    const em = app.kernel.orm.em.fork();
     const company = em.getReference(Company, c.a.companyId);
     const day = 86_400_000;
     em.create(Invitation, { company, email: 'p1@example.com', role: 'member', tokenHash: 'a'.repeat(64), expiresAt: new Date(Date.now() + day) });

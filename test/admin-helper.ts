@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { assertCode as assertProblemCode, bearer, createCompanyKey, login, PASSWORD, seedOwner, seedUser, sql } from './helper';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 
 export { seedUser, sql };
 
@@ -28,8 +28,8 @@ export async function cast(app: FastifyInstance) {
   const adminA = await seedUser(app, a.companyId, 'admin');
   const memberA = await seedUser(app, a.companyId, 'member');
   const operatorEmail = `ops-${Math.random().toString(36).slice(2)}@example.com`;
-  const operator = await inContext(app.services.orm, () =>
-    app.services.identity.createCompanyWithOwner({ email: operatorEmail, password: PASSWORD, company: 'Platform', superadmin: true }),
+  const operator = await inContext(app.kernel.orm, () =>
+    app.domains.identity.accounts.createCompanyWithOwner({ email: operatorEmail, password: PASSWORD, company: 'Platform', superadmin: true }),
   );
   const keyA = await createCompanyKey(app, a.companyId, 'key A');
   const keyB = await createCompanyKey(app, b.companyId, 'key B');

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AppError } from '../src/errors/catalog';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 import type { AuditEvent } from '../src/domains/audit/audit-event.entity';
 import { assertCode, assertInvalid, call, cast, gql } from './admin-helper';
 import { build } from './helper';
@@ -38,7 +38,7 @@ test('POST /admin/models: superadmin only, 201, appears on GET /models; duplicat
   const app = await build(t);
   const c = await cast(app);
   const published: AuditEvent[] = [];
-  t.after(app.services.bus.subscribe('audit.recorded', (e) => published.push(e)));
+  t.after(app.kernel.events.subscribe('audit.recorded', (e) => published.push(e)));
 
   for (const token of [c.tokens.ownerA, c.tokens.adminA, c.tokens.keyA]) {
     assertCode(await call(app, token, 'POST', '/v1/admin/models', NEW_MODEL), 403, 'forbidden');
@@ -78,8 +78,8 @@ test('PATCH /admin/models/{id}: blocking bites at once on GET /models and catalo
   const app = await build(t);
   const c = await cast(app);
   const published: AuditEvent[] = [];
-  t.after(app.services.bus.subscribe('audit.recorded', (e) => published.push(e)));
-  const usable = (id: string) => inContext(app.services.orm, () => app.services.catalog.requireUsable(id));
+  t.after(app.kernel.events.subscribe('audit.recorded', (e) => published.push(e)));
+  const usable = (id: string) => inContext(app.kernel.orm, () => app.domains.catalog.models.requireUsable(id));
 
   assert.equal((await usable('gpt-4o')).id, 'gpt-4o');
   await rejects(usable('no-such-model'), 'model_not_found');

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { assertCode, bearer, build, createCompanyKey, login, PASSWORD, seedOwner, seedUser, sql } from './helper';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 
 const SESSIONS = '/v1/admin/security/sessions';
 const FIREFOX_LINUX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0';
@@ -76,8 +76,8 @@ test('sessions: owner, admin and company key may; a member 403; another company 
   const admin = await seedUser(app, owner.companyId, 'admin');
   const other = await seedOwner(app, undefined, 'Other');
   const { key } = await createCompanyKey(app, owner.companyId);
-  await inContext(app.services.orm, () =>
-    app.services.identity.createCompanyWithOwner({ email: 'root@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
+  await inContext(app.kernel.orm, () =>
+    app.domains.identity.accounts.createCompanyWithOwner({ email: 'root@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
   );
   const ownerToken = (await login(app, owner.email)).access_token;
   const adminToken = (await login(app, admin.email)).access_token;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { assertCode, bearer, build, createCompanyKey, login, PASSWORD, seedOwner, sql } from './helper';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 import { hashPassword } from '../src/auth/password';
 import { User, type Role } from '../src/domains/identity/user.entity';
 import { Company } from '../src/domains/identity/company.entity';
@@ -28,8 +28,8 @@ async function seedUser(
   extra: { name?: string; email?: string; status?: 'active' | 'suspended' } = {},
 ) {
   const email = extra.email ?? `${role}-${++counter}-${Math.random().toString(36).slice(2, 8)}@example.com`;
-  const id = await inContext(app.services.orm, async () => {
-    const em = app.services.orm.em.fork();
+  const id = await inContext(app.kernel.orm, async () => {
+    const em = app.kernel.orm.em.fork();
     const user = em.create(User, {
       company: em.getReference(Company, companyId),
       email,
@@ -46,8 +46,8 @@ async function seedUser(
 
 async function superadmin(app: FastifyInstance) {
   const email = `ops-${Math.random().toString(36).slice(2, 8)}@example.com`;
-  await inContext(app.services.orm, () =>
-    app.services.identity.createCompanyWithOwner({ email, password: PASSWORD, company: 'Platform', superadmin: true }),
+  await inContext(app.kernel.orm, () =>
+    app.domains.identity.accounts.createCompanyWithOwner({ email, password: PASSWORD, company: 'Platform', superadmin: true }),
   );
   return (await login(app, email)).access_token;
 }
@@ -179,8 +179,8 @@ test('GET and PATCH /admin/users/{id}: body, validation, cross-company 404, supe
   const s = await setup(app);
   const audited: AuditEvent[] = [];
   const changed: string[] = [];
-  const stopAudit = app.services.bus.subscribe('audit.recorded', (e) => audited.push(e));
-  const stopChanged = app.services.bus.subscribe('user.changed', ({ userId }) => changed.push(userId));
+  const stopAudit = app.kernel.events.subscribe('audit.recorded', (e) => audited.push(e));
+  const stopChanged = app.kernel.events.subscribe('user.changed', ({ userId }) => changed.push(userId));
   t.after(() => {
     stopAudit();
     stopChanged();
@@ -338,7 +338,7 @@ test('suspend and unsuspend: sessions end, login refused, throttle cleared; audi
   // The session ended at once; login is refused with a clear problem.
   assertCode(await req(app, 'GET', '/v1/me/profile', s.member), 401, 'token_invalid');
   const refused = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email: s.memberA.email, password: PASSWORD } });
-  assertCode(refused, 403, 'forbidden');
+  assertCode(refused, 403, 'account_suspended');
   assert.match(refused.json().detail, /suspended/);
   const [row] = await sql<{ data: string; actor_id: string }>(app, "select data, actor_id from audit_events where action = 'user.suspended'");
   assert.equal(JSON.parse(row!.data).reason, 'Left the team');
@@ -369,8 +369,8 @@ test('DELETE /admin/users/{id}: 204, sessions and API keys end at once, history 
   const revokedSessions: string[] = [];
   const revokedKeys: string[] = [];
   const stops = [
-    app.services.bus.subscribe('session.revoked', ({ userId }) => revokedSessions.push(userId)),
-    app.services.bus.subscribe('api_key.revoked', ({ keyId }) => revokedKeys.push(keyId)),
+    app.kernel.events.subscribe('session.revoked', ({ userId }) => revokedSessions.push(userId)),
+    app.kernel.events.subscribe('api_key.revoked', ({ keyId }) => revokedKeys.push(keyId)),
   ];
   t.after(() => stops.forEach((stop) => stop()));
   const second = (await login(app, s.adminA.email)).access_token;
@@ -411,7 +411,7 @@ test('reset-password, force-logout, disable-mfa and sessions of a user; every mu
   const app = await build(t);
   const s = await setup(app);
   const actions: string[] = [];
-  const stop = app.services.bus.subscribe('audit.recorded', (e) => {
+  const stop = app.kernel.events.subscribe('audit.recorded', (e) => {
     if (e.action.startsWith('user.')) actions.push(e.action);
   });
   t.after(stop);
@@ -452,8 +452,8 @@ test('reset-password, force-logout, disable-mfa and sessions of a user; every mu
 
   // Disable MFA: secret and recovery codes go, the user is told by mail.
   assertCode(await req(app, 'POST', `${url}/disable-mfa`, s.admin), 409, 'conflict');
-  await inContext(app.services.orm, async () => {
-    const em = app.services.orm.em.fork();
+  await inContext(app.kernel.orm, async () => {
+    const em = app.kernel.orm.em.fork();
     await em.nativeUpdate(User, { id: s.memberA.userId }, { mfaEnabled: true, mfaEnabledAt: new Date(), mfaSecret: 'sealed-secret', mfaLastStep: 5 });
     for (let i = 0; i < 3; i++) em.create(MfaRecoveryCode, { user: em.getReference(User, s.memberA.userId), codeHash: `hash-${i}` });
     await em.flush();

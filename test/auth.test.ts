@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner, sql } from './helper';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 import { hashPassword } from '../src/auth/password';
 import { User } from '../src/domains/identity/user.entity';
 import { Company } from '../src/domains/identity/company.entity';
@@ -24,8 +24,8 @@ const profile = (app: FastifyInstance, token: string) => app.inject({ url: '/v1/
 /** Runs SQL on a fresh unit of work, outside any request. */
 /** Adds a member to a company directly in the database (no invitation flow needed here). */
 async function seedMember(app: FastifyInstance, companyId: string, email: string) {
-  await inContext(app.services.orm, async () => {
-    const em = app.services.orm.em.fork();
+  await inContext(app.kernel.orm, async () => {
+    const em = app.kernel.orm.em.fork();
     const company = await em.findOneOrFail(Company, { id: companyId });
     em.create(User, { company, email, role: 'member', passwordHash: await hashPassword(PASSWORD, 1024) });
     await em.flush();

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner, seedUser, sql } from './helper';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 
 const WRONG = 'wrong-password-123';
 
@@ -177,8 +177,8 @@ test('admin unlock: owner or admin of the company, its API key or a superadmin; 
   const b = await seedOwner(app, 'owner-b@example.com', 'Company B');
   const member = await seedUser(app, a.companyId, 'member');
   const adminA = await seedUser(app, a.companyId, 'admin');
-  const operator = await inContext(app.services.orm, () =>
-    app.services.identity.createCompanyWithOwner({ email: 'ops@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
+  const operator = await inContext(app.kernel.orm, () =>
+    app.domains.identity.accounts.createCompanyWithOwner({ email: 'ops@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
   );
   const ownerA = await login(app, a.email);
   const ownerB = await login(app, b.email);

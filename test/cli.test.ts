@@ -76,7 +76,7 @@ test('create-owner and create-api-key give working credentials', async (t) => {
   assert.equal(login.statusCode, 200, login.body);
   assert.equal(login.json().user.id, created.user_id);
 
-  const rows = (await app.services.orm.em
+  const rows = (await app.kernel.orm.em
     .fork()
     .getConnection()
     .execute('select key_hash, prefix from api_keys')) as { key_hash: string; prefix: string }[];

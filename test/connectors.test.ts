@@ -7,16 +7,16 @@ import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner, sql } from
 import { hashPassword } from '../src/auth/password';
 import { Company } from '../src/domains/identity/company.entity';
 import { User } from '../src/domains/identity/user.entity';
-import { inContext } from '../src/services';
-import type { ConnectorsConfig } from '../src/domains/admin/connectors.config';
+import { inContext } from '../src/boot';
+import type { ConnectorsConfig } from '../src/domains/connectors/config';
 
 const BASE = '/v1/admin/connectors';
 const SECRET = 'GOCSPX-very-secret-value-123';
 
 async function seedUser(app: FastifyInstance, companyId: string, role: 'member' | 'admin') {
   const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
-  await inContext(app.services.orm, async () => {
-    const em = app.services.orm.em.fork();
+  await inContext(app.kernel.orm, async () => {
+    const em = app.kernel.orm.em.fork();
     em.create(User, { company: em.getReference(Company, companyId), email, role, passwordHash: await hashPassword(PASSWORD, 1024) });
     await em.flush();
   });
@@ -93,8 +93,8 @@ test('GET lists both connectors with the defaults; PATCH sets fields, seals the 
   const [row] = await sql<{ client_secret_sealed: string; company_id: string }>(app, "select * from connector_configs where name = 'google_drive'");
   assert.match(row!.client_secret_sealed, /^v1:/);
   assert.ok(!row!.client_secret_sealed.includes(SECRET));
-  assert.equal(app.services.secretBox.openString(row!.client_secret_sealed, `connector:${owner.companyId}:google_drive`), SECRET);
-  assert.throws(() => app.services.secretBox.open(row!.client_secret_sealed, `connector:${owner.companyId}:onedrive`));
+  assert.equal(app.kernel.secretBox.openString(row!.client_secret_sealed, `connector:${owner.companyId}:google_drive`), SECRET);
+  assert.throws(() => app.kernel.secretBox.open(row!.client_secret_sealed, `connector:${owner.companyId}:onedrive`));
 
   const listed = await app.inject({ url: BASE, headers: bearer(token) });
   assert.ok(!listed.body.includes(SECRET));
@@ -201,8 +201,8 @@ test('roles: owner, admin and company key may; a member is 403; another company 
   );
 
   // A superadmin acts in any company.
-  await inContext(app.services.orm, () =>
-    app.services.identity.createCompanyWithOwner({ email: 'ops@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
+  await inContext(app.kernel.orm, () =>
+    app.domains.identity.accounts.createCompanyWithOwner({ email: 'ops@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
   );
   const { access_token: superToken } = await login(app, 'ops@example.com');
   const asSuper = await app.inject({ url: `${BASE}?company_id=${owner.companyId}`, headers: bearer(superToken) });

@@ -128,8 +128,8 @@ test('an unknown cookie is 401 token_invalid; revoking the session (revoke-all, 
   const { res } = await signIn(app, google, 'google', googleClaims(`sub-${owner.email}`, owner.email));
   const fresh = cookiePair(setCookie(res, 'service_token'));
   assert.equal((await profile(app, { cookie: fresh })).statusCode, 200);
-  await app.services.orm.em.fork().getConnection().execute("update users set status = 'suspended' where id = ?", [owner.userId]);
-  app.services.bus.publish('user.changed', { userId: owner.userId, access: true });
+  await app.kernel.orm.em.fork().getConnection().execute("update users set status = 'suspended' where id = ?", [owner.userId]);
+  app.kernel.events.publish('user.changed', { userId: owner.userId, access: true });
   assertCode(await profile(app, { cookie: fresh }), 401, 'token_invalid');
 });
 

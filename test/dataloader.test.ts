@@ -13,7 +13,7 @@ async function gql(app: FastifyInstance, token: string, query: string) {
 
 async function addAuditEvents(app: FastifyInstance, companyId: string, n: number) {
   for (let i = 0; i < n; i++) {
-    await app.services.audit.record({
+    await app.domains.audit.log.record({
       action: 'test.event',
       companyId,
       actor: { actorType: 'system', actorId: null, actorLabel: 'test' },
@@ -72,7 +72,7 @@ test('the plan loader reads a company plan once per request, however often it is
 
   const plansIn = (log: string[]) => log.filter((sql) => /\bplans\b/i.test(sql));
   // Any write empties the read cache, so each request below reads the plan afresh.
-  const write = () => app.services.audit.record({
+  const write = () => app.domains.audit.log.record({
     action: 'test.event',
     companyId: owner.companyId,
     actor: { actorType: 'system', actorId: null, actorLabel: 'test' },

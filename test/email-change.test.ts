@@ -82,7 +82,7 @@ test('changing the email needs an authentication within 5 minutes; then it mails
   const sent = await mails(app);
   const verification = sent.find((m) => m.template === 'email_verification');
   assert.equal(verification?.to_address, newEmail);
-  assert.ok(verification.text.includes(`${app.services.config.publicUrl}/app/confirm-email?token=`), verification.text);
+  assert.ok(verification.text.includes(`${app.config.publicUrl}/app/confirm-email?token=`), verification.text);
   assert.match(verification.text, /expires in 1 day/);
   const notice = sent.find((m) => m.template === 'email_change_requested');
   assert.equal(notice?.to_address, owner.email);
@@ -115,7 +115,7 @@ test('confirming sets the new email without a session: the new one signs in, the
   assert.equal((await requestChange(app, token, newEmail, '/api/v1')).statusCode, 202);
   const link = await linkToken(app, newEmail);
   // A password-reset link mailed to the old address before the change.
-  await issueOneTimeToken(app.services.orm.em.fork(), { userId: owner.userId, purpose: PASSWORD_RESET_PURPOSE, ttlSeconds: 1800 });
+  await issueOneTimeToken(app.kernel.orm.em.fork(), { userId: owner.userId, purpose: PASSWORD_RESET_PURPOSE, ttlSeconds: 1800 });
 
   const confirmed = await confirm(app, link);
   assert.equal(confirmed.statusCode, 204, confirmed.body);

@@ -32,10 +32,10 @@ const loginRequest = (payload: unknown, headers: Record<string, string> = {}) =>
 
 /** Signs an access token with the app's own secret, for claims the server would never issue. */
 async function signWithAppSecret(app: FastifyInstance, claims: Record<string, unknown>, exp: number, iat: number) {
-  const { jwtSecret } = JSON.parse(fs.readFileSync(path.join(app.services.config.dataDir, 'secrets.json'), 'utf8'));
+  const { jwtSecret } = JSON.parse(fs.readFileSync(path.join(app.config.dataDir, 'secrets.json'), 'utf8'));
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-    .setIssuer(app.services.config.publicUrl)
+    .setIssuer(app.config.publicUrl)
     .setIssuedAt(iat)
     .setExpirationTime(exp)
     .sign(new TextEncoder().encode(jwtSecret));
@@ -104,12 +104,12 @@ test('401 token_invalid: an Authorization header that is not a Bearer credential
   }
 });
 
-test('403 forbidden: a suspended user cannot log in', async (t) => {
+test('403 account_suspended: a suspended user cannot log in', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);
-  await app.services.orm.em.fork().nativeUpdate(User, { id: owner.userId }, { status: 'suspended' });
+  await app.kernel.orm.em.fork().nativeUpdate(User, { id: owner.userId }, { status: 'suspended' });
   const res = await app.inject(loginRequest({ email: owner.email, password: PASSWORD }));
-  assertProblem(res, 403, 'forbidden');
+  assertProblem(res, 403, 'account_suspended');
   // A wrong password still says invalid_credentials: suspension is not revealed to guessers.
   assertProblem(await app.inject(loginRequest({ email: owner.email, password: 'wrong-password-123' })), 401, 'invalid_credentials');
 });

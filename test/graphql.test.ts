@@ -7,8 +7,8 @@ import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './h
 import { hashPassword } from '../src/auth/password';
 import { Company } from '../src/domains/identity/company.entity';
 import { User } from '../src/domains/identity/user.entity';
-import { DocsFeedback } from '../src/domains/feedback/docs-feedback.entity';
-import { inContext } from '../src/services';
+import { DocsFeedback } from '../src/domains/platform/docs-feedback.entity';
+import { inContext } from '../src/boot';
 import { AuditEvent } from '../src/domains/audit/audit-event.entity';
 
 interface GqlError {
@@ -68,7 +68,7 @@ const ME = `{
 
 /** A user of the company created directly in the database. */
 async function createUser(app: FastifyInstance, companyId: string, role: 'admin' | 'member', email = `${role}-${Math.random().toString(36).slice(2)}@example.com`) {
-  const em = app.services.orm.em.fork();
+  const em = app.kernel.orm.em.fork();
   const user = em.create(User, {
     company: em.getReference(Company, companyId),
     email,
@@ -192,7 +192,7 @@ test('me without a credential is unauthenticated; garbage and expired tokens are
   const expired = await new SignJWT({ cid: owner.companyId, role: 'owner', sid: '00000000-0000-4000-8000-000000000000' })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(owner.userId)
-    .setIssuer(app.services.config.publicUrl)
+    .setIssuer(app.config.publicUrl)
     .setIssuedAt(now - 3600)
     .setExpirationTime(now - 60)
     .sign(new TextEncoder().encode(jwtSecret));
@@ -204,7 +204,7 @@ test('me without a credential is unauthenticated; garbage and expired tokens are
   const forged = await new SignJWT({ cid: owner.companyId, role: 'owner', sid: 'x' })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(owner.userId)
-    .setIssuer(app.services.config.publicUrl)
+    .setIssuer(app.config.publicUrl)
     .setIssuedAt()
     .setExpirationTime('5m')
     .sign(new TextEncoder().encode('another-secret-0123456789abcdefgh'));
@@ -250,7 +250,7 @@ test('submitDocsFeedback is public and stores the feedback', async (t) => {
     { input: { page: '/docs/auth', helpful: true, comment: 'Clear enough' } },
   );
   assertNoErrors(r);
-  const stored = await app.services.orm.em.fork().findOne(DocsFeedback, { id: r.data.submitDocsFeedback.id });
+  const stored = await app.kernel.orm.em.fork().findOne(DocsFeedback, { id: r.data.submitDocsFeedback.id });
   assert.ok(stored, 'feedback row stored');
   assert.equal(stored.page, '/docs/auth');
   assert.equal(stored.helpful, true);
@@ -386,7 +386,7 @@ test('a mutation over GET /graphql is refused', async (t) => {
   assert.ok(!res.body.includes('accessToken":"'), 'no token issued');
   assertStandardHeaders(res);
   // Nothing happened: no login was recorded.
-  const logins = await app.services.orm.em.fork().count(AuditEvent, { action: 'auth.login' });
+  const logins = await app.kernel.orm.em.fork().count(AuditEvent, { action: 'auth.login' });
   assert.equal(logins, 0);
   // A query over GET is fine.
   const ok = await app.inject({ method: 'GET', url: '/graphql', query: { query: '{ health { status } }' } });
@@ -409,7 +409,7 @@ test('the auth rate-limit class applies to the login mutation', async (t) => {
   assert.equal(third.res.headers['x-ratelimit-remaining'], '0');
   assert.equal(third.res.headers['x-ratelimit-limit'], '2');
   // The refused login did not run.
-  const logins = await app.services.orm.em.fork().count(AuditEvent, { action: 'auth.login' });
+  const logins = await app.kernel.orm.em.fork().count(AuditEvent, { action: 'auth.login' });
   assert.equal(logins, 2);
   // Other operations are not in the auth class.
   assertNoErrors(await gql(app, '{ health { status } }'));
@@ -427,7 +427,7 @@ test('the auth budget cannot be dodged by moving login into a fragment', async (
   assert.equal(third.res.statusCode, 429, third.res.body);
   assertCode(third, 'rate_limited', 429);
   // The refused login did not run.
-  const logins = await app.services.orm.em.fork().count(AuditEvent, { action: 'auth.login' });
+  const logins = await app.kernel.orm.em.fork().count(AuditEvent, { action: 'auth.login' });
   assert.equal(logins, 2);
 });
 
@@ -445,8 +445,8 @@ test('the auth budget is shared between POST /v1/auth/login and the login mutati
 test('the auth budget covers refreshToken and logout mutations as well', async (t) => {
   const app = await build(t, TIGHT);
   const owner = await seedOwner(app);
-  const tokens = await inContext(app.services.orm, () =>
-    app.services.auth.login({ email: owner.email, password: PASSWORD }, { ip: '127.0.0.1', requestId: 't', userAgent: null }),
+  const tokens = await inContext(app.kernel.orm, () =>
+    app.domains.identity.auth.login({ email: owner.email, password: PASSWORD }, { ip: '127.0.0.1', requestId: 't', userAgent: null }),
   );
   const REFRESH = 'mutation R($input: RefreshTokenInput!) { refreshToken(input: $input) { refreshToken } }';
   const r1 = await gql(app, REFRESH, { input: { refreshToken: tokens.refreshToken } });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../src/app';
 import type { Config } from '../src/config';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 import { hashPassword } from '../src/auth/password';
 import { Company } from '../src/domains/identity/company.entity';
 import { User, type Role, type UserStatus } from '../src/domains/identity/user.entity';
@@ -43,8 +43,8 @@ export interface Seeded {
 
 /** Creates a company and its owner through the core service, as the CLI does. */
 export async function seedOwner(app: FastifyInstance, email = `owner-${Math.random().toString(36).slice(2)}@example.com`, company = 'Acme'): Promise<Seeded> {
-  const { company: c, user } = await inContext(app.services.orm, () =>
-    app.services.identity.createCompanyWithOwner({ email, password: PASSWORD, company }),
+  const { company: c, user } = await inContext(app.kernel.orm, () =>
+    app.domains.identity.accounts.createCompanyWithOwner({ email, password: PASSWORD, company }),
   );
   return { companyId: c.id, userId: user.id, email };
 }
@@ -56,8 +56,8 @@ export async function login(app: FastifyInstance, email: string, password = PASS
 }
 
 export async function createCompanyKey(app: FastifyInstance, companyId: string, name = 'test key') {
-  const { plaintext, apiKey } = await inContext(app.services.orm, () =>
-    app.services.apiKeys.createCompanyKey({ companyId, name }),
+  const { plaintext, apiKey } = await inContext(app.kernel.orm, () =>
+    app.domains.identity.apiKeys.createCompanyKey({ companyId, name }),
   );
   return { key: plaintext, id: apiKey.id };
 }
@@ -72,14 +72,14 @@ export function assertCode(res: LightMyRequestResponse, status: number, code: st
 
 /** Raw SQL on the ORM's connection, for set-up and for checking what was stored. */
 export async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
+  return (await app.kernel.orm.em.fork().getConnection().execute(query, params)) as T[];
 }
 
 /** A user of the company (password PASSWORD), created directly in the database. */
 export async function seedUser(app: FastifyInstance, companyId: string, role: Role = 'member', status: UserStatus = 'active') {
   const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
-  await inContext(app.services.orm, async () => {
-    const em = app.services.orm.em.fork();
+  await inContext(app.kernel.orm, async () => {
+    const em = app.kernel.orm.em.fork();
     em.create(User, { company: em.getReference(Company, companyId), email, role, status, passwordHash: await hashPassword(PASSWORD, 1024) });
     await em.flush();
   });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { bearer, build, login, seedOwner } from './helper';
 import { routeTable } from '../rest-compat/routes';
-import type { RateLimitConfig } from '../src/config';
+import type { RateLimitConfig } from '../src/kernel/config';
 
 const VERSION = '2026.05.04';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

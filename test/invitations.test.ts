@@ -7,15 +7,15 @@ import { hashPassword } from '../src/auth/password';
 import { Company } from '../src/domains/identity/company.entity';
 import { User } from '../src/domains/identity/user.entity';
 import type { AuditEvent } from '../src/domains/audit/audit-event.entity';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 
 const NEW_PASSWORD = 'a-brand-new-long-password';
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
 async function seedUser(app: FastifyInstance, companyId: string, role: 'member' | 'admin' | 'owner' = 'member') {
   const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
-  await inContext(app.services.orm, async () => {
-    const em = app.services.orm.em.fork();
+  await inContext(app.kernel.orm, async () => {
+    const em = app.kernel.orm.em.fork();
     em.create(User, { company: em.getReference(Company, companyId), email, role, passwordHash: await hashPassword(PASSWORD, 1024) });
     await em.flush();
   });
@@ -27,7 +27,7 @@ const invite = (app: FastifyInstance, token: string, payload: unknown, prefix = 
 
 /** The token of the newest invitation mail to `email`, read from the outbox link. */
 async function mailedToken(app: FastifyInstance, email: string): Promise<string> {
-  await app.services.mailer.idle();
+  await app.kernel.mailer.idle();
   const rows = await sql<{ text: string }>(app, "select text from mail_outbox where to_address = ? and template = 'invitation' order by rowid desc", [email]);
   assert.ok(rows[0], `no invitation mail to ${email}`);
   const match = /http:\/\/[^\s]+\/app\/accept-invitation\?token=([A-Za-z0-9_-]+)/.exec(rows[0].text);
@@ -48,7 +48,7 @@ test('POST /admin/invitations mails a single-use link, stores only its hash, aud
   const owner = await seedOwner(app, 'boss@example.com', 'Invite Co');
   const { access_token } = await login(app, owner.email);
   const events: AuditEvent[] = [];
-  const stop = app.services.bus.subscribe('audit.recorded', (e) => events.push(e));
+  const stop = app.kernel.events.subscribe('audit.recorded', (e) => events.push(e));
   t.after(stop);
 
   const res = await invite(app, access_token, { email: '  New.Hire@Example.com ', role: 'admin' });
@@ -208,8 +208,8 @@ test('resend: a new link and expiry, the old link dead; expired ones too; accept
   const app = await build(t);
   const owner = await seedOwner(app);
   const other = await seedOwner(app, undefined, 'Other');
-  const superadmin = await inContext(app.services.orm, () =>
-    app.services.identity.createCompanyWithOwner({ email: 'ops@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
+  const superadmin = await inContext(app.kernel.orm, () =>
+    app.domains.identity.accounts.createCompanyWithOwner({ email: 'ops@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
   );
   assert.ok(superadmin);
   const { access_token } = await login(app, owner.email);
@@ -330,7 +330,7 @@ test('bulk: each row is created or fails on its own', async (t) => {
   assert.match(body.results[2].error.detail, /email/);
   const stored = await sql<{ email: string }>(app, 'select email from invitations order by email');
   assert.deepEqual(stored.map((r) => r.email), ['one@example.com', 'two@example.com']);
-  await app.services.mailer.idle();
+  await app.kernel.mailer.idle();
   const mails = await sql<{ to_address: string }>(app, "select to_address from mail_outbox where template = 'invitation' order by to_address");
   assert.deepEqual(mails.map((m) => m.to_address), ['one@example.com', 'two@example.com']);
   assert.deepEqual(await auditActions(app, owner.companyId), ['invitation.created', 'invitation.created']);

@@ -8,8 +8,8 @@ import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { build } from './helper';
 import { loadConfig } from '../src/config';
-import { createServices } from '../src/services';
-import type { MailLogger } from '../src/mail/mailer';
+import { boot } from '../src/boot';
+import type { Logger } from '../src/kernel/logger';
 import { MailOutbox } from '../src/mail/outbox.entity';
 import {
   accountDeleted,
@@ -17,7 +17,7 @@ import {
   accountDeletionScheduled,
   emailVerification,
   passwordReset,
-} from '../src/mail/templates';
+} from '../src/domains/identity/mail';
 
 const LINK = 'https://atrium.example/reset?token=tok_secret123&x=1';
 
@@ -98,14 +98,14 @@ function parseMessage(raw: string) {
   return { header, contentType: header('Content-Type'), parts };
 }
 
-function capture(): MailLogger & { lines: { level: string; obj: Record<string, unknown>; msg: string }[] } {
+function capture(): Logger & { lines: { level: string; obj: Record<string, unknown>; msg: string }[] } {
   const lines: { level: string; obj: Record<string, unknown>; msg: string }[] = [];
   const at = (level: string) => (obj: Record<string, unknown>, msg: string) => lines.push({ level, obj, msg });
   return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
 async function row(app: Awaited<ReturnType<typeof build>>, id: string): Promise<MailOutbox> {
-  const found = await app.services.orm.em.fork().findOne(MailOutbox, { id });
+  const found = await app.kernel.orm.em.fork().findOne(MailOutbox, { id });
   assert.ok(found, `outbox row ${id}`);
   return found;
 }
@@ -138,10 +138,10 @@ test('templates escape every value in HTML and keep it in text', () => {
 test('without SMTP_URL the mail is stored as logged and the log names it without its link', async (t) => {
   const app = await build(t);
   const log = capture();
-  app.services.mailer.useLogger(log);
-  assert.equal(app.services.mailer.smtpConfigured, false);
+  app.kernel.log.use(log);
+  assert.equal(app.kernel.mailer.smtpConfigured, false);
 
-  const receipt = await app.services.mailer.send('User@Example.com', passwordReset({ link: LINK, expiresInMinutes: 60 }), {
+  const receipt = await app.kernel.mailer.send('User@Example.com', passwordReset({ link: LINK, expiresInMinutes: 60 }), {
     meta: { userId: 'u1' },
   });
   assert.equal(receipt.status, 'logged');
@@ -161,10 +161,10 @@ test('without SMTP_URL the mail is stored as logged and the log names it without
   assert.equal(info[0]!.obj.to, 'User@Example.com');
   assert.ok(!JSON.stringify(info).includes('tok_secret123'), 'no token at info level');
 
-  const queued = await app.services.mailer.enqueue('b@example.com', accountDeleted());
+  const queued = await app.kernel.mailer.enqueue('b@example.com', accountDeleted());
   assert.equal(queued.status, 'logged');
-  assert.equal((await app.services.mailer.retryFailed()).attempted, 0);
-  const listed = await app.services.mailer.list({ status: 'logged' });
+  assert.equal((await app.kernel.mailer.retryFailed()).attempted, 0);
+  const listed = await app.kernel.mailer.list({ status: 'logged' });
   assert.deepEqual(new Set(listed.map((m) => m.id)), new Set([receipt.id, queued.id]));
 });
 
@@ -172,19 +172,19 @@ test('addresses are checked: one plain address, no header injection', async (t) 
   const app = await build(t);
   const mail = accountDeleted();
   for (const bad of ['', 'nobody', 'a@b', 'a@b.test\r\nBcc: c@d.test', 'a@b.test, c@d.test', 'Ada <a@b.test>']) {
-    await assert.rejects(app.services.mailer.send(bad, mail), (error: { code?: string }) => error.code === 'validation_error', bad);
+    await assert.rejects(app.kernel.mailer.send(bad, mail), (error: { code?: string }) => error.code === 'validation_error', bad);
   }
-  const count = await app.services.orm.em.fork().count(MailOutbox, {});
+  const count = await app.kernel.orm.em.fork().count(MailOutbox, {});
   assert.equal(count, 0);
 });
 
 test('with a real SMTP server the mail is delivered as text and HTML and marked sent', async (t) => {
   const smtp = await smtpServer(t);
   const app = await build(t, { smtpUrl: smtp.url, mailFrom: 'Atrium <no-reply@atrium.example>' });
-  assert.equal(app.services.mailer.smtpConfigured, true);
+  assert.equal(app.kernel.mailer.smtpConfigured, true);
 
   const name = '<script>x</script>';
-  const receipt = await app.services.mailer.send('user@example.com', emailVerification({ name, link: LINK, expiresInMinutes: 30 }));
+  const receipt = await app.kernel.mailer.send('user@example.com', emailVerification({ name, link: LINK, expiresInMinutes: 30 }));
   assert.equal(receipt.status, 'sent');
   assert.equal(receipt.attempts, 1);
   assert.equal(smtp.received.length, 1);
@@ -213,9 +213,9 @@ test('with a real SMTP server the mail is delivered as text and HTML and marked 
   assert.equal(stored.lastError, null);
 
   // enqueue returns once stored; the delivery finishes in the background.
-  const queued = await app.services.mailer.enqueue('other@example.com', accountDeletionCancelled());
+  const queued = await app.kernel.mailer.enqueue('other@example.com', accountDeletionCancelled());
   assert.equal(queued.status, 'pending');
-  await app.services.mailer.idle();
+  await app.kernel.mailer.idle();
   assert.equal((await row(app, queued.id)).status, 'sent');
   assert.equal(smtp.received.length, 2);
 });
@@ -224,10 +224,10 @@ test('a rejected delivery does not throw, stays failed, and retryFailed delivers
   const smtp = await smtpServer(t);
   const app = await build(t, { smtpUrl: smtp.url });
   const log = capture();
-  app.services.mailer.useLogger(log);
+  app.kernel.log.use(log);
   smtp.state.reject = true;
 
-  const receipt = await app.services.mailer.send('user@example.com', passwordReset({ link: LINK, expiresInMinutes: 60 }));
+  const receipt = await app.kernel.mailer.send('user@example.com', passwordReset({ link: LINK, expiresInMinutes: 60 }));
   assert.equal(receipt.status, 'failed');
   assert.equal(receipt.attempts, 1);
   assert.match(receipt.error ?? '', /Mailbox unavailable|550/);
@@ -240,7 +240,7 @@ test('a rejected delivery does not throw, stays failed, and retryFailed delivers
 
   smtp.state.reject = false;
   // Two concurrent retries: the attempt is claimed once, the mail goes out once.
-  const [first, second] = await Promise.all([app.services.mailer.retryFailed(), app.services.mailer.retryFailed()]);
+  const [first, second] = await Promise.all([app.kernel.mailer.retryFailed(), app.kernel.mailer.retryFailed()]);
   assert.equal(first.attempted + second.attempted, 1);
   assert.equal(first.sent + second.sent, 1);
   assert.equal(smtp.received.length, 1);
@@ -250,19 +250,19 @@ test('a rejected delivery does not throw, stays failed, and retryFailed delivers
   assert.equal(stored.lastError, null);
   assert.equal(parseMessage(smtp.received[0]!.raw).header('Message-ID'), stored.messageId);
 
-  assert.deepEqual(await app.services.mailer.retryFailed(), { attempted: 0, sent: 0, failed: 0 });
+  assert.deepEqual(await app.kernel.mailer.retryFailed(), { attempted: 0, sent: 0, failed: 0 });
 });
 
 test('retries stop after five attempts', async (t) => {
   const smtp = await smtpServer(t);
   const app = await build(t, { smtpUrl: smtp.url });
-  app.services.mailer.useLogger(capture());
+  app.kernel.log.use(capture());
   smtp.state.reject = true;
-  const receipt = await app.services.mailer.send('user@example.com', accountDeleted());
-  for (let i = 0; i < 4; i++) assert.equal((await app.services.mailer.retryFailed()).failed, 1);
+  const receipt = await app.kernel.mailer.send('user@example.com', accountDeleted());
+  for (let i = 0; i < 4; i++) assert.equal((await app.kernel.mailer.retryFailed()).failed, 1);
   assert.equal((await row(app, receipt.id)).attempts, 5);
   smtp.state.reject = false;
-  assert.equal((await app.services.mailer.retryFailed()).attempted, 0);
+  assert.equal((await app.kernel.mailer.retryFailed()).attempted, 0);
   assert.equal((await row(app, receipt.id)).status, 'failed');
   assert.equal(smtp.received.length, 0);
 });
@@ -270,8 +270,8 @@ test('retries stop after five attempts', async (t) => {
 test('an unreachable SMTP server leaves the mail failed without failing the caller', async (t) => {
   const port = await closedPort();
   const app = await build(t, { smtpUrl: `smtp://127.0.0.1:${port}` });
-  app.services.mailer.useLogger(capture());
-  const receipt = await app.services.mailer.send('user@example.com', accountDeleted());
+  app.kernel.log.use(capture());
+  const receipt = await app.kernel.mailer.send('user@example.com', accountDeleted());
   assert.equal(receipt.status, 'failed');
   const stored = await row(app, receipt.id);
   assert.equal(stored.status, 'failed');
@@ -310,10 +310,10 @@ function atrium(dataDir: string, ...args: string[]): Promise<{ code: number; std
 test('atrium mail-outbox lists and shows stored mail', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-mail-cli-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const services = await createServices(loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent' }));
-  const first = await services.mailer.send('a@example.com', passwordReset({ link: LINK, expiresInMinutes: 60 }));
-  const second = await services.mailer.send('b@example.com', accountDeleted({ name: 'Bea' }));
-  await services.close();
+  const booted = await boot(loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent' }));
+  const first = await booted.kernel.mailer.send('a@example.com', passwordReset({ link: LINK, expiresInMinutes: 60 }));
+  const second = await booted.kernel.mailer.send('b@example.com', accountDeleted({ name: 'Bea' }));
+  await booted.close();
 
   const listed = await atrium(dir, 'mail-outbox');
   assert.equal(listed.code, 0, listed.stderr);
@@ -356,8 +356,8 @@ test('atrium mail-outbox lists and shows stored mail', async (t) => {
 
 test('a one-time link leaves the outbox when it expires; mail without a link keeps its body', async (t) => {
   const app = await build(t);
-  const mailer = app.services.mailer;
-  mailer.useLogger(capture());
+  const mailer = app.kernel.mailer;
+  app.kernel.log.use(capture());
   const before = Date.now();
   const reset = await mailer.send('user@example.com', passwordReset({ link: LINK, expiresInMinutes: 60 }));
   const plain = await mailer.send('user@example.com', accountDeleted());
@@ -383,8 +383,8 @@ test('a one-time link leaves the outbox when it expires; mail without a link kee
 test('mail not delivered before its link expired is given up, not retried', async (t) => {
   const smtp = await smtpServer(t);
   const app = await build(t, { smtpUrl: smtp.url });
-  const mailer = app.services.mailer;
-  mailer.useLogger(capture());
+  const mailer = app.kernel.mailer;
+  app.kernel.log.use(capture());
   smtp.state.reject = true;
   const receipt = await mailer.send('user@example.com', passwordReset({ link: LINK, expiresInMinutes: 5 }));
   assert.equal(receipt.status, 'failed');

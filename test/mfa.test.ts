@@ -280,7 +280,7 @@ test('the TOTP secret is stored sealed (AES-256-GCM, key id, bound to its user),
   assert.ok(!sealed.includes(secret));
   const match = /^v1:([A-Za-z0-9_-]+):([A-Za-z0-9_-]{16}):([A-Za-z0-9_-]+)$/.exec(sealed);
   assert.ok(match, sealed);
-  const box = app.services.secretBox;
+  const box = app.kernel.secretBox;
   assert.equal(match[1], box.currentKeyId);
   assert.equal(box.openString(sealed, `mfa:${a.userId}`), secret);
 
@@ -299,7 +299,7 @@ test('the TOTP secret is stored sealed (AES-256-GCM, key id, bound to its user),
   assert.equal(copied.statusCode, 500);
 
   // The key was generated into DATA_DIR/secrets.json (mode 0600).
-  const file = path.join(app.services.config.dataDir, 'secrets.json');
+  const file = path.join(app.config.dataDir, 'secrets.json');
   const stored = JSON.parse(fs.readFileSync(file, 'utf8')) as { encryptionKeys: string };
   assert.ok(stored.encryptionKeys.startsWith(`${box.currentKeyId}:`));
   assert.equal(Buffer.from(stored.encryptionKeys.split(':')[1]!, 'base64').length, 32);
@@ -326,10 +326,10 @@ test('key rotation: a secret sealed under an older key still works after a new c
   assert.equal(res.statusCode, 200, res.body);
   const [{ mfa_secret: resealed }] = await sql<{ mfa_secret: string }>(app, 'select mfa_secret from users where id = ?', [owner.userId]);
   assert.ok(resealed.startsWith('v1:k2:'), resealed);
-  assert.equal(app.services.secretBox.openString(resealed, `mfa:${owner.userId}`), secret);
+  assert.equal(app.kernel.secretBox.openString(resealed, `mfa:${owner.userId}`), secret);
 
   // Configured keys are never written to DATA_DIR.
-  const stored = JSON.parse(fs.readFileSync(path.join(app.services.config.dataDir, 'secrets.json'), 'utf8'));
+  const stored = JSON.parse(fs.readFileSync(path.join(app.config.dataDir, 'secrets.json'), 'utf8'));
   assert.equal(stored.encryptionKeys, undefined);
   assert.ok(!JSON.stringify(stored).includes(k1) && !JSON.stringify(stored).includes(k2));
 });

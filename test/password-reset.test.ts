@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { assertCode, bearer, build, login, PASSWORD, seedOwner, sql } from './helper';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 
 const NEW_PASSWORD = 'a-brand-new-password-42';
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -11,7 +11,7 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 /** Asks for a reset and waits for the background work (lookup, token, mail) to finish. */
 async function requestReset(app: FastifyInstance, email: string, prefix = '/v1') {
   const res = await app.inject({ method: 'POST', url: `${prefix}/auth/password-reset/request`, payload: { email } });
-  await app.services.passwordReset.idle();
+  await app.domains.identity.passwordReset.idle();
   return res;
 }
 
@@ -31,7 +31,7 @@ const outbox = (app: FastifyInstance) =>
 
 /** The token of the link in a reset mail. */
 function tokenOf(app: FastifyInstance, mail: OutboxRow): string {
-  const link = new RegExp(`${app.services.config.publicUrl.replace(/[.]/g, '\\.')}/app/reset-password\\?token=([A-Za-z0-9_-]+)`).exec(mail.text);
+  const link = new RegExp(`${app.config.publicUrl.replace(/[.]/g, '\\.')}/app/reset-password\\?token=([A-Za-z0-9_-]+)`).exec(mail.text);
   assert.ok(link, mail.text);
   return link[1]!;
 }
@@ -222,7 +222,7 @@ test('GraphQL requestPasswordReset and resetPassword; sendResetFor for the admin
     const res = await gql('mutation($e: String!) { requestPasswordReset(email: $e) }', { e: email });
     assert.deepEqual(res.json(), { data: { requestPasswordReset: true } });
   }
-  await app.services.passwordReset.idle();
+  await app.domains.identity.passwordReset.idle();
   const token = tokenOf(app, (await outbox(app))[0]!);
   const done = await gql('mutation($i: ResetPasswordInput!) { resetPassword(input: $i) }', { i: { token, newPassword: NEW_PASSWORD } });
   assert.deepEqual(done.json(), { data: { resetPassword: true } });
@@ -230,8 +230,8 @@ test('GraphQL requestPasswordReset and resetPassword; sendResetFor for the admin
   assert.equal(again.json().errors[0].extensions.code, 'password_reset_token_invalid');
 
   // The core method the admin reset-password flow calls (after its own authorization).
-  const receipt = await inContext(app.services.orm, () =>
-    app.services.passwordReset.sendResetFor(owner.userId, { requestId: 'admin-reset-1', ip: '127.0.0.1', userAgent: null }),
+  const receipt = await inContext(app.kernel.orm, () =>
+    app.domains.identity.passwordReset.sendResetFor(owner.userId, { requestId: 'admin-reset-1', ip: '127.0.0.1', userAgent: null }),
   );
   assert.equal(receipt.userId, owner.userId);
   const mails = await outbox(app);

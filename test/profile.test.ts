@@ -26,7 +26,7 @@ test('PATCH /me/profile sets the trimmed name, answers the profile, and GET show
   assert.equal(before.name, null);
 
   const changes: string[] = [];
-  const off = app.services.bus.subscribe('user.changed', (e) => changes.push(e.userId));
+  const off = app.kernel.events.subscribe('user.changed', (e) => changes.push(e.userId));
   t.after(off);
   const res = await app.inject({
     method: 'PATCH',

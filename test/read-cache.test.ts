@@ -24,7 +24,7 @@ async function plan(app: FastifyInstance, token: string) {
 
 /** Another process writing the same SQLite file, as `npx atrium …` does while the server runs. */
 function otherProcessWrite(app: FastifyInstance, sql: string, ...params: unknown[]) {
-  const db = new Database(app.services.config.databaseFile);
+  const db = new Database(app.config.databaseFile);
   try {
     db.pragma('busy_timeout = 5000');
     db.prepare(sql).run(...params);

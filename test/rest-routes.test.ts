@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { bearer, build, login, seedOwner } from './helper';
 import { Model } from '../src/domains/catalog/model.entity';
-import { SEED_DIR } from '../src/services';
+import { SEED_DIR } from '../src/seed-data';
 
 function assertCode(res: LightMyRequestResponse, status: number, code: string) {
   assert.equal(res.statusCode, status, res.body);
@@ -29,7 +29,7 @@ async function ownerToken(app: FastifyInstance) {
 }
 
 async function sql(app: FastifyInstance, query: string, params: unknown[] = []) {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as Record<string, unknown>[];
+  return (await app.kernel.orm.em.fork().getConnection().execute(query, params)) as Record<string, unknown>[];
 }
 
 test('GET /v1/health is public and answers {status: ok, version, database: ok, uptime_seconds}', async (t) => {
@@ -75,7 +75,7 @@ test('GET /v1/models lists the seeded non-blocked models with display names; a b
   }
 
   const victim = expected[0]!.id;
-  await app.services.orm.em.fork().nativeUpdate(Model, { id: victim }, { blocked: true });
+  await app.kernel.orm.em.fork().nativeUpdate(Model, { id: victim }, { blocked: true });
   const after = (await app.inject({ url: '/v1/models', headers: bearer(token) })).json() as { id: string }[];
   assert.ok(!after.some((m) => m.id === victim), `${victim} should be hidden once blocked`);
   assert.equal(after.length, models.length - 1);

@@ -6,7 +6,7 @@ import WebSocket from 'ws';
 import { createClient } from 'graphql-ws';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { assertCode, bearer, build, createCompanyKey, login, PASSWORD, seedOwner, seedUser, sql } from './helper';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 import { googleClaims, signIn, ssoConfig, startMockProvider, type MockProvider } from './oidc-mock';
 import { totp } from './totp';
 
@@ -167,8 +167,8 @@ test('roles: owner, admin and company key may; a member is 403; another company 
   const admin = await seedUser(app, owner.companyId, 'admin');
   const member = await seedUser(app, owner.companyId, 'member');
   const { key } = await createCompanyKey(app, owner.companyId);
-  await inContext(app.services.orm, () =>
-    app.services.identity.createCompanyWithOwner({ email: 'ops@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
+  await inContext(app.kernel.orm, () =>
+    app.domains.identity.accounts.createCompanyWithOwner({ email: 'ops@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
   );
   const adminToken = (await login(app, admin.email)).access_token;
   const memberToken = (await login(app, member.email)).access_token;
@@ -230,7 +230,7 @@ test('mfa_required: a user without MFA signs in but may only enrol (and read the
 
   // Turning the rule off frees the others at once.
   await sql(app, 'update security_policies set mfa_required = 0');
-  app.services.bus.publish('security_policy.changed', { companyId: owner.companyId, version: 99 });
+  app.kernel.events.publish('security_policy.changed', { companyId: owner.companyId, version: 99 });
   assert.equal((await app.inject({ url: POLICY, headers: bearer(ownerToken) })).statusCode, 200);
 });
 
@@ -242,7 +242,7 @@ test('min_password_length: a password reset shorter than the policy is 422; a lo
   assert.equal((await put(app, ownerToken, { min_password_length: 20 })).statusCode, 200);
 
   await app.inject({ method: 'POST', url: '/v1/auth/password-reset/request', payload: { email: member.email } });
-  await app.services.passwordReset.idle();
+  await app.domains.identity.passwordReset.idle();
   const [mail] = await sql<{ text: string }>(app, "select text from mail_outbox where template = 'password_reset'");
   const token = /reset-password\?token=([A-Za-z0-9_-]+)/.exec(mail!.text)![1]!;
   const short = await app.inject({

@@ -49,7 +49,7 @@ async function gql(app: FastifyInstance, token: string, query: string, variables
 
 async function createUser(app: FastifyInstance, companyId: string) {
   const email = `member-${Math.random().toString(36).slice(2)}@example.com`;
-  const em = app.services.orm.em.fork();
+  const em = app.kernel.orm.em.fork();
   em.create(User, { company: em.getReference(Company, companyId), email, passwordHash: await hashPassword(PASSWORD, 1024), role: 'member' });
   await em.flush();
   return email;
@@ -262,7 +262,7 @@ test('POST /me/sessions/revoke-all ends every session of the caller at once, its
   for (const tokens of mine) assert.equal((await profile(app, tokens.access_token)).statusCode, 200);
 
   const revokedIds: string[] = [];
-  const off = app.services.bus.subscribe('session.revoked', (e) => revokedIds.push(e.sessionId));
+  const off = app.kernel.events.subscribe('session.revoked', (e) => revokedIds.push(e.sessionId));
   t.after(off);
   const res = await app.inject({
     method: 'POST',
@@ -366,7 +366,7 @@ test('revoke-all closes the caller\'s open subscriptions with 4401', async (t) =
   });
   client.subscribe({ query: 'subscription { auditEvents { action } }' }, { next: () => undefined, error: () => undefined, complete: () => undefined });
   const listeners = () =>
-    (app.services.bus as unknown as { emitter: { listenerCount(topic: string): number } }).emitter.listenerCount('audit.recorded');
+    (app.kernel.events as unknown as { emitter: { listenerCount(topic: string): number } }).emitter.listenerCount('audit.recorded');
   await until(() => listeners() === 1, 'the subscription to attach');
 
   const res = await revokeAll(app, other.access_token);
@@ -385,7 +385,7 @@ test('refresh token theft: a rotated token replayed after the grace window revok
   assert.equal((await profile(app, newest.access_token)).statusCode, 200);
 
   const revokedIds: string[] = [];
-  const off = app.services.bus.subscribe('session.revoked', (e) => revokedIds.push(e.sessionId));
+  const off = app.kernel.events.subscribe('session.revoked', (e) => revokedIds.push(e.sessionId));
   t.after(off);
   const replay = await app.inject({
     method: 'POST',
@@ -418,7 +418,7 @@ test('refresh token theft: a rotated token replayed after the grace window revok
 
 test('with the default grace window, N parallel refreshes: exactly one wins, the losers do not revoke the session', async (t) => {
   const app = await build(t);
-  assert.equal(app.services.config.refreshReuseGraceSeconds, 30);
+  assert.equal(app.config.refreshReuseGraceSeconds, 30);
   const owner = await seedOwner(app);
   const tokens = await login(app, owner.email);
   const results = await Promise.all(Array.from({ length: 8 }, () => refresh(app, tokens.refresh_token)));

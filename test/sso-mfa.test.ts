@@ -16,8 +16,8 @@ import {
   type StartedFlow,
 } from './oidc-mock';
 import { awayFromStepBoundary, codeAt, resetReplayGuard, sql, totp, wrongCode } from './totp';
-import { inContext } from '../src/services';
-import { STEP_UP_MAX_AGE_SECONDS } from '../src/auth/step-up';
+import { inContext } from '../src/boot';
+import { STEP_UP_MAX_AGE_SECONDS } from '../src/domains/identity/recent-authentication';
 import type { AppError } from '../src/errors/catalog';
 import { withQuery } from '../src/domains/identity/sso.service';
 
@@ -164,10 +164,10 @@ async function authenticatedAt(app: FastifyInstance, sessionId: string): Promise
 
 /** Whether the step-up policy lets this browser session through right now. */
 async function passesStepUpPolicy(app: FastifyInstance, cookie: string): Promise<boolean> {
-  return inContext(app.services.orm, async () => {
-    const principal = await app.services.sessionCookies.authenticate(decodeURIComponent(cookie.slice(cookie.indexOf('=') + 1)));
+  return inContext(app.kernel.orm, async () => {
+    const principal = await app.domains.identity.sessionCookies.authenticate(decodeURIComponent(cookie.slice(cookie.indexOf('=') + 1)));
     try {
-      await app.services.stepUp.requireRecentAuthentication(principal);
+      await app.domains.identity.stepUp.requireRecentAuthentication(principal);
       return true;
     } catch (error) {
       if ((error as AppError).code === 'step_up_required') return false;
@@ -498,9 +498,9 @@ test('step-up intent needs a signed-in user linked to the provider: none 401, AP
   assert.equal(res.statusCode, 302, res.body);
   assert.equal(res.headers.location, `${PUBLIC_URL}/app`);
   assert.ok(Date.now() - (await authenticatedAt(app, sid)) < 10_000);
-  await inContext(app.services.orm, async () => {
-    const principal = await app.services.auth.authenticate(token);
-    assert.equal((await app.services.stepUp.requireRecentAuthentication(principal)).userId, owner.userId);
+  await inContext(app.kernel.orm, async () => {
+    const principal = await app.domains.identity.auth.authenticate(token);
+    assert.equal((await app.domains.identity.stepUp.requireRecentAuthentication(principal)).userId, owner.userId);
   });
 });
 

@@ -429,14 +429,14 @@ test('microsoft: wrong tenant issuer, a non-GUID or missing tid, the raw templat
   assert.equal((await sql(app, 'select id from user_identities')).length, 0);
 });
 
-test('a suspended user is refused (403 forbidden); a user already linked to another account of the provider gets 409', async (t) => {
+test('a suspended user is refused (403 account_suspended); a user already linked to another account of the provider gets 409', async (t) => {
   const app = await ssoApp(t);
   const owner = await seedOwner(app, 'linked@example.com');
   assert.equal((await signIn(app, google, 'google', googleClaims('g-one', owner.email))).res.statusCode, 302);
   assertCode((await signIn(app, google, 'google', googleClaims('g-two', owner.email))).res, 409, 'conflict');
 
   await sql(app, "update users set status = 'suspended' where id = ?", [owner.userId]);
-  assertCode((await signIn(app, google, 'google', googleClaims('g-one', owner.email))).res, 403, 'forbidden');
+  assertCode((await signIn(app, google, 'google', googleClaims('g-one', owner.email))).res, 403, 'account_suspended');
   assert.equal((await lastFailure(app)).reason, 'user_suspended');
 });
 

@@ -4,8 +4,8 @@ import { decodeJwt } from 'jose';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
 import { codeAt, resetReplayGuard, sql, totp, wrongCode } from './totp';
-import { inContext } from '../src/services';
-import { requireRecentAuthentication, STEP_UP_MAX_AGE_SECONDS } from '../src/auth/step-up';
+import { inContext } from '../src/boot';
+import { requireRecentAuthentication, STEP_UP_MAX_AGE_SECONDS } from '../src/domains/identity/recent-authentication';
 import { AppError } from '../src/errors/catalog';
 
 function assertCode(res: LightMyRequestResponse, status: number, code: string) {
@@ -139,12 +139,12 @@ test('without MFA, step-up needs only the password; a wrong one is 401 invalid_c
   // Another session of the same user is not stepped up by it.
   const other = await login(app, owner.email);
   await ageSession(app, other.access_token, 3600);
-  await inContext(app.services.orm, async () => {
-    const fresh = await app.services.auth.authenticate(token);
-    const old = await app.services.auth.authenticate(other.access_token);
-    assert.equal((await requireRecentAuthentication(app.services.orm, fresh)).userId, owner.userId);
-    await assert.rejects(requireRecentAuthentication(app.services.orm, old), (e: AppError) => e.code === 'step_up_required');
-    await assert.rejects(app.services.stepUp.requireRecentAuthentication(old), (e: AppError) => e.status === 403);
+  await inContext(app.kernel.orm, async () => {
+    const fresh = await app.domains.identity.auth.authenticate(token);
+    const old = await app.domains.identity.auth.authenticate(other.access_token);
+    assert.equal((await requireRecentAuthentication(app.kernel.orm, fresh)).userId, owner.userId);
+    await assert.rejects(requireRecentAuthentication(app.kernel.orm, old), (e: AppError) => e.code === 'step_up_required');
+    await assert.rejects(app.domains.identity.stepUp.requireRecentAuthentication(old), (e: AppError) => e.status === 403);
   });
 });
 
@@ -156,12 +156,12 @@ test('an API key cannot step up or pass the recent-authentication policy: a clea
   assertCode(res, 400, 'bad_request');
   assert.match(res.json().detail, /API key/);
   assertCode(await disable(app, key), 403, 'forbidden');
-  await inContext(app.services.orm, async () => {
-    const principal = await app.services.auth.authenticate(key);
-    await assert.rejects(requireRecentAuthentication(app.services.orm, principal), (e: AppError) => e.code === 'forbidden');
+  await inContext(app.kernel.orm, async () => {
+    const principal = await app.domains.identity.auth.authenticate(key);
+    await assert.rejects(requireRecentAuthentication(app.kernel.orm, principal), (e: AppError) => e.code === 'forbidden');
   });
   assertCode(await stepUp(app, '', { password: PASSWORD }), 401, 'unauthenticated');
-  await assert.rejects(requireRecentAuthentication(app.services.orm, { kind: 'anonymous' }), (e: AppError) => e.code === 'unauthenticated');
+  await assert.rejects(requireRecentAuthentication(app.kernel.orm, { kind: 'anonymous' }), (e: AppError) => e.code === 'unauthenticated');
 });
 
 test('/auth/step-up spends the auth rate-limit budget', async (t) => {

@@ -4,12 +4,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
-import { createServices, inContext } from '../src/services';
+import { boot, inContext, type Atrium } from '../src/boot';
 import { currentEm } from '../src/db/unit-of-work';
 import { serveSubgraph } from '../subgraphs/serve';
 
 const PASSWORD = 'correct-horse-battery-staple';
 const meta = { requestId: 'test', ip: '127.0.0.1', userAgent: null };
+
+/** Serving options over a booted process (every domain, as the main server). */
+const served = (atrium: Atrium) => ({ host: '127.0.0.1', port: 0, orm: atrium.kernel.orm, domains: atrium.domains });
 
 async function gql(url: string, token: string, query: string, variables?: Record<string, unknown>) {
   const res = await fetch(url, {
@@ -23,9 +26,9 @@ async function gql(url: string, token: string, query: string, variables?: Record
 
 test('identity and billing subgraphs served alone answer _service and _entities', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-subgraph-'));
-  const services = await createServices(loadConfig({ DATA_DIR: dir, SCRYPT_COST: '1024' }, {}));
-  const identity = await serveSubgraph('identity', { host: '127.0.0.1', port: 0, services });
-  const billing = await serveSubgraph('billing', { host: '127.0.0.1', port: 0, services });
+  const services = await boot(loadConfig({ DATA_DIR: dir, SCRYPT_COST: '1024' }, {}));
+  const identity = await serveSubgraph('identity', served(services));
+  const billing = await serveSubgraph('billing', served(services));
   t.after(async () => {
     await identity.stop();
     await billing.stop();
@@ -33,10 +36,10 @@ test('identity and billing subgraphs served alone answer _service and _entities'
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const { mine, other, token } = await inContext(services.orm, async () => {
-    const a = await services.identity.createCompanyWithOwner({ email: 'a@acme.test', password: PASSWORD, company: 'Acme' });
-    const b = await services.identity.createCompanyWithOwner({ email: 'b@beta.test', password: PASSWORD, company: 'Beta' });
-    const session = await services.auth.login({ email: 'a@acme.test', password: PASSWORD }, meta);
+  const { mine, other, token } = await inContext(services.kernel.orm, async () => {
+    const a = await services.domains.identity.accounts.createCompanyWithOwner({ email: 'a@acme.test', password: PASSWORD, company: 'Acme' });
+    const b = await services.domains.identity.accounts.createCompanyWithOwner({ email: 'b@beta.test', password: PASSWORD, company: 'Beta' });
+    const session = await services.domains.identity.auth.login({ email: 'a@acme.test', password: PASSWORD }, meta);
     return { mine: a.company.id, other: b.company.id, token: session.accessToken };
   });
 
@@ -47,15 +50,15 @@ test('identity and billing subgraphs served alone answer _service and _entities'
 
   // Every service call during a request runs in that request's unit of work.
   const seen: unknown[] = [];
-  const companiesByIds = services.identity.companiesByIds.bind(services.identity);
-  services.identity.companiesByIds = (ids) => {
+  const companiesByIds = services.domains.identity.accounts.companiesByIds.bind(services.domains.identity.accounts);
+  services.domains.identity.accounts.companiesByIds = (ids) => {
     // Inside a unit of work currentEm answers the same fork every time; outside, a new one.
-    const em = currentEm(services.orm);
-    seen.push(em === currentEm(services.orm) ? em : undefined);
+    const em = currentEm(services.kernel.orm);
+    seen.push(em === currentEm(services.kernel.orm) ? em : undefined);
     return companiesByIds(ids);
   };
   t.after(() => {
-    services.identity.companiesByIds = companiesByIds;
+    services.domains.identity.accounts.companiesByIds = companiesByIds;
   });
 
   const entities = `query ($reps: [_Any!]!) { _entities(representations: $reps) { ... on Company { id name } } }`;
@@ -82,15 +85,15 @@ test('identity and billing subgraphs served alone answer _service and _entities'
 
 test('a standalone subgraph refuses anonymous entity lookups', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-subgraph-'));
-  const services = await createServices(loadConfig({ DATA_DIR: dir, SCRYPT_COST: '1024' }, {}));
-  const identity = await serveSubgraph('identity', { host: '127.0.0.1', port: 0, services });
+  const services = await boot(loadConfig({ DATA_DIR: dir, SCRYPT_COST: '1024' }, {}));
+  const identity = await serveSubgraph('identity', served(services));
   t.after(async () => {
     await identity.stop();
     await services.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  const { company } = await inContext(services.orm, () =>
-    services.identity.createCompanyWithOwner({ email: 'a@acme.test', password: PASSWORD, company: 'Acme' }),
+  const { company } = await inContext(services.kernel.orm, () =>
+    services.domains.identity.accounts.createCompanyWithOwner({ email: 'a@acme.test', password: PASSWORD, company: 'Acme' }),
   );
   const res = await fetch(identity.url, {
     method: 'POST',

@@ -9,7 +9,7 @@ import { build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
 import { hashPassword } from '../src/auth/password';
 import { Company } from '../src/domains/identity/company.entity';
 import { User } from '../src/domains/identity/user.entity';
-import { inContext } from '../src/services';
+import { inContext } from '../src/boot';
 
 /**
  * A listening app over loopback. Clients opened through `connect` are disposed
@@ -82,11 +82,11 @@ async function until(check: () => boolean, what: string, timeoutMs = 3000) {
 }
 
 const auditListeners = (app: FastifyInstance) =>
-  ((app.services.bus as unknown as { emitter: { listenerCount(topic: string): number } }).emitter).listenerCount('audit.recorded');
+  ((app.kernel.events as unknown as { emitter: { listenerCount(topic: string): number } }).emitter).listenerCount('audit.recorded');
 
 async function createUser(app: FastifyInstance, companyId: string, role: 'admin' | 'member') {
   const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
-  const em = app.services.orm.em.fork();
+  const em = app.kernel.orm.em.fork();
   em.create(User, { company: em.getReference(Company, companyId), email, passwordHash: await hashPassword(PASSWORD, 1024), role });
   await em.flush();
   return email;
@@ -128,7 +128,7 @@ test("an owner sees live audit events of the company, never another company's", 
   const failed = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email: b.email, password: 'wrong-password-xx' } });
   assert.equal(failed.statusCode, 401);
   // Then A again; events arrive in order, so once this one is in, B's would have been too.
-  await inContext(app.services.orm, () => app.services.apiKeys.createCompanyKey({ companyId: a.companyId, name: 'a key' }));
+  await inContext(app.kernel.orm, () => app.domains.identity.apiKeys.createCompanyKey({ companyId: a.companyId, name: 'a key' }));
   await until(() => sub.received.length >= 2, 'the api_key.created event');
   await new Promise((resolve) => setTimeout(resolve, 50));
 
@@ -323,7 +323,7 @@ test('queries over one socket see fresh data, not a connection-long cache', asyn
     return q.received[0]!.data!.me;
   };
   assert.deepEqual(await read(), { user: { name: null }, company: { name: 'Before' } });
-  const em = app.services.orm.em.fork();
+  const em = app.kernel.orm.em.fork();
   await em.nativeUpdate(Company, { id: a.companyId }, { name: 'After' });
   await em.nativeUpdate(User, { id: a.userId }, { name: 'Renamed' });
   assert.deepEqual(await read(), { user: { name: 'Renamed' }, company: { name: 'After' } });

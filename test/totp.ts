@@ -62,7 +62,7 @@ export async function awayFromStepBoundary(margin = 4): Promise<void> {
 
 /** Runs SQL on a fresh unit of work, outside any request. */
 export async function sql<T = Record<string, unknown>>(app: FastifyInstance, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await app.services.orm.em.fork().getConnection().execute(query, params)) as T[];
+  return (await app.kernel.orm.em.fork().getConnection().execute(query, params)) as T[];
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { RestRoute } from '../route';
 import { pageEnvelope, pageQuery, toPageBody } from '../pagination';
 import { dateTime, nullable, uuid } from '../schemas';
-import { API_KEYS_PER_PAGE, MAX_ACTIVE_API_KEYS } from '../../src/domains/admin/api-keys.service';
+import { API_KEYS_PER_PAGE, MAX_ACTIVE_API_KEYS } from '../../src/domains/identity';
 
 interface ApiKeyData {
   id: string;

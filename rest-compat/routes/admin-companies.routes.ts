@@ -1,7 +1,7 @@
 import type { RestRoute } from '../route';
 import { pageEnvelope, pageQuery, toPageBody } from '../pagination';
 import { dateTime, nullable, uuid } from '../schemas';
-import { COMPANIES_PER_PAGE, COMPANY_AUDIT_PER_PAGE } from '../../src/domains/admin/companies.service';
+import { COMPANIES_PER_PAGE, COMPANY_AUDIT_PER_PAGE } from '../../src/domains/identity';
 
 interface CompanyData {
   id: string;

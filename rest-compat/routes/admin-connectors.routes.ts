@@ -8,7 +8,7 @@ import {
   SYNC_INTERVAL_BOUNDS,
   TENANT_MAX,
   type ConnectorPatch,
-} from '../../src/domains/admin/connectors.service';
+} from '../../src/domains/connectors';
 
 const WHO =
   'Owners and admins of the company and its API keys; a member gets 403. A superadmin may name any company with company_id; ' +

@@ -1,6 +1,6 @@
 import type { RestRoute } from '../route';
 import { dateTime } from '../schemas';
-import { MODEL_ID_PATTERN } from '../../src/domains/admin/models.service';
+import { MODEL_ID_PATTERN } from '../../src/domains/catalog';
 
 interface AdminModelData {
   id: string;

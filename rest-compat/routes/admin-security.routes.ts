@@ -17,7 +17,7 @@ import {
   POLICY_MAX_PASSWORD_LENGTH,
   POLICY_MIN_PASSWORD_LENGTH,
   type SecurityPolicyPatch,
-} from '../../src/domains/admin/security-policy.service';
+} from '../../src/domains/identity';
 
 const WHO =
   'Owners and admins of the company and its API keys; a member gets 403. A superadmin may name any company with company_id; ' +

@@ -8,9 +8,9 @@ import {
   SUSPEND_REASON_MAX,
   USAGE_DAYS_DEFAULT,
   USAGE_DAYS_MAX,
-} from '../../src/domains/admin/admin-users.service';
-import { SESSIONS_PER_PAGE } from '../../src/domains/identity/session.service';
-import { roles, userStatuses } from '../../src/domains/identity/user.entity';
+} from '../../src/domains/identity';
+import { SESSIONS_PER_PAGE } from '../../src/domains/identity';
+import { roles, userStatuses } from '../../src/domains/identity';
 import { sessionBody, sessionSchema, type SessionData } from './me.routes';
 
 /** The AdminUser fields every user-returning operation selects. */

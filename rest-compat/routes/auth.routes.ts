@@ -100,11 +100,13 @@ export const authRoutes: RestRoute[] = [
       'Returns a token pair and the user. A wrong email and a wrong password get the same answer. ' +
       'totp_code is required only when MFA is enabled for the account: without it the answer is 401 mfa_required, ' +
       'with a wrong or already used code 401 mfa_invalid (only ever after a correct password). A recovery code is ' +
-      'accepted in place of a TOTP code, once.',
+      'accepted in place of a TOTP code, once. A suspended account is refused with 403 account_suspended, only ever ' +
+      'after a correct password (and second factor).',
     tag: 'Authentication',
     auth: 'public',
     rateLimit: 'auth',
     status: 200,
+    problems: { 403: 'account_suspended: the account is suspended' },
     request: {
       body: {
         type: 'object',

@@ -2,8 +2,8 @@ import type { FastifyRequest } from 'fastify';
 import type { JsonSchema, RestRoute } from '../route';
 import { pageEnvelope, pageQuery, toPageBody } from '../pagination';
 import { dateTime, nullable, userSummary, uuid } from '../schemas';
-import { MAX_BULK_INVITATIONS } from '../../src/domains/admin/invitations.service';
-import { invitationStatuses } from '../../src/domains/identity/invitation.entity';
+import { MAX_BULK_INVITATIONS } from '../../src/domains/identity';
+import { invitationStatuses } from '../../src/domains/identity';
 
 /** GET /admin/invitations page size when per_page is not given (the spec's default). */
 const INVITATIONS_PER_PAGE = 20;

@@ -1,7 +1,7 @@
 import type { RestRoute } from '../route';
 import { dateTime, nullable, uuid } from '../schemas';
 import { pageEnvelope, pageQuery, toPageBody } from '../pagination';
-import { SESSIONS_PER_PAGE } from '../../src/domains/identity/session.service';
+import { SESSIONS_PER_PAGE } from '../../src/domains/identity';
 import { PROFILE_COMPANY_FIELDS, PROFILE_USER_FIELDS, profileBody, profileResponse, type ViewerData } from './auth.routes';
 
 /**

@@ -1,5 +1,5 @@
 import type { RestRoute } from '../route';
-import { MIN_PASSWORD_LENGTH } from '../../src/domains/identity/identity.service';
+import { MIN_PASSWORD_LENGTH } from '../../src/domains/identity';
 
 /** The one answer to a reset request, whatever the address. */
 export const PASSWORD_RESET_ACCEPTED = {

@@ -3,7 +3,7 @@ import { API_PREFIXES, type RestRoute } from '../route';
 import { clearCookie, readCookie, serializeCookie, SESSION_COOKIE, SSO_MFA_COOKIE, SSO_STATE_COOKIE } from '../../src/auth/cookies';
 import { AppError, isAppError } from '../../src/errors/catalog';
 import { isTrustedOrigin, trustedOrigins } from '../../src/host/cookie-auth';
-import type { SsoIntent } from '../../src/domains/identity/sso-state.entity';
+import type { SsoIntent } from '../../src/domains/identity';
 
 type ProviderParams = { provider: string };
 
@@ -28,19 +28,19 @@ function prefixOf(request: FastifyRequest): string {
 
 /** The redirect URI given to the provider; register it in the provider's app settings. */
 function callbackUrl(request: FastifyRequest, provider: string): string {
-  return `${request.server.services.config.publicUrl}${prefixOf(request)}/auth/${encodeURIComponent(provider)}/callback`;
+  return `${request.server.config.publicUrl}${prefixOf(request)}/auth/${encodeURIComponent(provider)}/callback`;
 }
 
 /** Where the MFA challenge is answered, under the prefix the sign-in came in on: the binding cookie's path. */
 const mfaPath = (request: FastifyRequest) => `${prefixOf(request)}/auth/sso/mfa`;
 
-const secureCookies = (request: FastifyRequest) => request.server.services.config.publicUrl.startsWith('https://');
+const secureCookies = (request: FastifyRequest) => request.server.config.publicUrl.startsWith('https://');
 
 async function start(request: FastifyRequest, reply: FastifyReply) {
   const { provider } = request.params as ProviderParams;
   const { redirect_uri: redirectUri, intent } = request.query as { redirect_uri?: string; intent?: SsoIntent };
   const redirectUriOfCallback = callbackUrl(request, provider);
-  const result = await request.server.services.sso.start({
+  const result = await request.server.domains.identity.sso.start({
     provider,
     redirectUri,
     intent,
@@ -66,7 +66,7 @@ async function callback(request: FastifyRequest, reply: FastifyReply) {
   const secure = secureCookies(request);
   // The attempt ends here, whatever the outcome.
   reply.header('set-cookie', clearCookie(SSO_STATE_COOKIE, { path: new URL(redirectUri).pathname, secure }));
-  const result = await request.server.services.sso.finish({
+  const result = await request.server.domains.identity.sso.finish({
     provider,
     query: request.query as Record<string, unknown>,
     callbackUrl: redirectUri,
@@ -91,9 +91,9 @@ async function callback(request: FastifyRequest, reply: FastifyReply) {
 }
 
 async function answerMfa(request: FastifyRequest, reply: FastifyReply) {
-  const services = request.server.services;
+  const { config, domains } = request.server;
   // The binding cookie is a browser credential: the page that answers must be one of ours.
-  if (!isTrustedOrigin(request.headers, trustedOrigins(services.config))) {
+  if (!isTrustedOrigin(request.headers, trustedOrigins(config))) {
     throw new AppError('csrf_rejected', 'The MFA answer of a single sign-on must come from an allowed origin (Origin or Referer header)');
   }
   const body = request.body as { challenge: string; totp_code: string };
@@ -101,7 +101,7 @@ async function answerMfa(request: FastifyRequest, reply: FastifyReply) {
   const cookieOptions = { path: mfaPath(request), secure };
   let result;
   try {
-    result = await services.sso.answerMfa({
+    result = await domains.identity.sso.answerMfa({
       challenge: body.challenge,
       boundChallenge: readCookie(request.headers.cookie, SSO_MFA_COOKIE),
       totpCode: body.totp_code,
@@ -109,7 +109,7 @@ async function answerMfa(request: FastifyRequest, reply: FastifyReply) {
     });
   } catch (error) {
     // A spent or unusable challenge is of no further use to this browser; a wrong code may be retried.
-    if (isAppError(error) && ['sso_state_invalid', 'forbidden', 'token_invalid', 'conflict'].includes(error.code)) {
+    if (isAppError(error) && ['sso_state_invalid', 'forbidden', 'account_suspended', 'token_invalid', 'conflict'].includes(error.code)) {
       reply.header('set-cookie', clearCookie(SSO_MFA_COOKIE, cookieOptions));
     }
     throw error;
@@ -191,7 +191,7 @@ export const ssoRoutes: RestRoute[] = [
       "it (else 403 `forbidden`) and a recent `auth_time` when the provider sends one; it records the authentication " +
       'on that session (after the MFA challenge when MFA is on) and redirects without a new cookie. Refusals are problems: ' +
       '400 `sso_state_invalid`, 401 `sso_failed`, 401 `token_invalid` (the step-up session ended), 403 `sso_email_unverified`, ' +
-      '403 `sso_account_not_found`, 403 `forbidden` (suspended), 409 `conflict` (the user is linked to another account of this provider).',
+      '403 `sso_account_not_found`, 403 `account_suspended`, 409 `conflict` (the user is linked to another account of this provider).',
     tag: 'Authentication',
     auth: 'public',
     rateLimit: 'auth',
@@ -199,7 +199,7 @@ export const ssoRoutes: RestRoute[] = [
     problems: {
       400: 'sso_state_invalid: the state is missing, unknown, expired, already used or from another browser',
       401: 'sso_failed: the code exchange or the ID token validation failed (or a stale auth_time at step-up); token_invalid: the step-up session ended',
-      403: 'sso_email_unverified, sso_account_not_found (no user, no valid invitation) or forbidden (suspended; at step-up, another account)',
+      403: 'sso_email_unverified, sso_account_not_found (no user, no valid invitation), account_suspended, or forbidden (at step-up, another account)',
       404: 'not_found (unknown provider) or sso_provider_not_configured',
       409: 'conflict: the user is already linked to another account of this provider',
     },
@@ -240,7 +240,7 @@ export const ssoRoutes: RestRoute[] = [
     problems: {
       400: 'sso_state_invalid: the challenge is unknown, expired, used, exhausted or from another browser',
       401: 'mfa_invalid (wrong, expired or replayed code) or mfa_required; token_invalid: the step-up session ended',
-      403: 'csrf_rejected (not from an allowed origin) or forbidden (suspended)',
+      403: 'csrf_rejected (not from an allowed origin) or account_suspended',
       409: 'conflict: the provider account was linked to another user meanwhile',
     },
     request: {

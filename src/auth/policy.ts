@@ -24,6 +24,9 @@ export function requireCompanyAdmin(principal: Principal): UserPrincipal | ApiKe
   return p;
 }
 
+/** A platform operator: acts in every company with an owner's rights. */
+export const isSuperadmin = (p: Principal): boolean => p.kind === 'user' && p.isSuperadmin;
+
 export function actorOf(principal: Principal): { actorType: 'user' | 'api_key' | 'anonymous'; actorId: string | null; actorLabel: string | null } {
   switch (principal.kind) {
     case 'user':

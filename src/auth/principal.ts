@@ -1,5 +1,8 @@
 import type { AppError } from '../errors/catalog';
-import type { Role } from '../domains/identity/user.entity';
+
+/** A member role within a company; company API keys act as `admin`. */
+export const roles = ['owner', 'admin', 'member'] as const;
+export type Role = (typeof roles)[number];
 
 /** Who is calling, resolved once per request and passed unchanged to resolvers. */
 export type Principal = AnonymousPrincipal | UserPrincipal | ApiKeyPrincipal;

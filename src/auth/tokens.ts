@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 import { AppError } from '../errors/catalog';
-import type { Role } from '../domains/identity/user.entity';
+import type { Role } from './principal';
 
 export interface AccessClaims {
   sub: string;

@@ -1,18 +1,24 @@
 import 'reflect-metadata';
 import { MikroORM, type Options } from '@mikro-orm/better-sqlite';
 import { Migrator } from '@mikro-orm/migrations';
-import { ReflectMetadataProvider } from '@mikro-orm/core';
+import { ReflectMetadataProvider, type MigrationObject } from '@mikro-orm/core';
 import fs from 'node:fs';
 import path from 'node:path';
-import { entities } from './entities';
-import { migrationsList } from './migrations';
+import type { EntityClass } from '../kernel/domain';
 
 export type Orm = MikroORM;
 
-export function ormOptions(databaseFile: string): Options {
+export interface Schema {
+  /** The entities to map: the booted domains' and the kernel's. */
+  entities: readonly EntityClass[];
+  /** Every migration of every domain and the kernel; applied in name order. */
+  migrations: readonly MigrationObject[];
+}
+
+export function ormOptions(databaseFile: string, schema: Schema): Options {
   return {
     dbName: databaseFile,
-    entities,
+    entities: [...schema.entities],
     metadataProvider: ReflectMetadataProvider,
     extensions: [Migrator],
     // Each request, WebSocket operation and job gets its own fork; touching the
@@ -21,7 +27,8 @@ export function ormOptions(databaseFile: string): Options {
     forceUtcTimezone: true,
     debug: false,
     migrations: {
-      migrationsList,
+      // Sorted by name (their timestamps), whichever domain they come from.
+      migrationsList: [...schema.migrations].sort((a, b) => a.name.localeCompare(b.name)),
       transactional: true,
       allOrNothing: true,
       snapshot: false,
@@ -37,9 +44,9 @@ export function ormOptions(databaseFile: string): Options {
  * Opens the SQLite file (creating its folder), turns on WAL and foreign keys,
  * and applies pending migrations.
  */
-export async function openDatabase(databaseFile: string, options: { migrate?: boolean } = {}): Promise<Orm> {
+export async function openDatabase(databaseFile: string, schema: Schema, options: { migrate?: boolean } = {}): Promise<Orm> {
   if (databaseFile !== ':memory:') fs.mkdirSync(path.dirname(databaseFile), { recursive: true });
-  const orm = await MikroORM.init(ormOptions(databaseFile));
+  const orm = await MikroORM.init(ormOptions(databaseFile, schema));
   const connection = orm.em.getConnection();
   if (databaseFile !== ':memory:') await connection.execute('pragma journal_mode = wal');
   await connection.execute('pragma foreign_keys = on');

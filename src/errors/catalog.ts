@@ -1,49 +1,71 @@
 /**
- * The one error catalog. Each code has an HTTP status and a title; GraphQL
- * errors carry the code in `extensions.code` and REST problems in `type`.
- * Tests assert codes, never messages.
+ * The error catalog. Each code has an HTTP status and a title; GraphQL errors
+ * carry the code in `extensions.code` and REST problems in `type`. Tests
+ * assert codes, never messages.
+ *
+ * The kernel's own codes are below. A domain adds its codes in its
+ * `errors.ts` with `defineErrors`, which registers them and, by declaration
+ * merging on `ErrorCodes`, types them; the domain list (src/domains/index.ts)
+ * assembles the whole catalog.
  */
-export const errorCatalog = {
+export interface ErrorEntry {
+  status: number;
+  title: string;
+}
+
+export const kernelErrors = {
   bad_request: { status: 400, title: 'Bad request' },
   malformed_json: { status: 400, title: 'Malformed JSON body' },
   unsupported_api_version: { status: 400, title: 'Unsupported API version' },
-  redirect_uri_not_allowed: { status: 400, title: 'redirect_uri not allowed' },
-  sso_state_invalid: { status: 400, title: 'Single sign-on state invalid' },
-  password_reset_token_invalid: { status: 400, title: 'Password reset link invalid or expired' },
-  email_change_token_invalid: { status: 400, title: 'Email confirmation link invalid or expired' },
-  invitation_invalid: { status: 400, title: 'Invitation link invalid, used, revoked or expired' },
   unauthenticated: { status: 401, title: 'Authentication required' },
-  invalid_credentials: { status: 401, title: 'Invalid credentials' },
   token_invalid: { status: 401, title: 'Token invalid' },
   token_expired: { status: 401, title: 'Token expired' },
-  sso_failed: { status: 401, title: 'Single sign-on failed' },
-  mfa_required: { status: 401, title: 'MFA code required' },
-  mfa_invalid: { status: 401, title: 'MFA code invalid' },
   forbidden: { status: 403, title: 'Forbidden' },
-  step_up_required: { status: 403, title: 'Recent authentication required' },
   csrf_rejected: { status: 403, title: 'Cross-site request rejected' },
-  mfa_enrollment_required: { status: 403, title: 'MFA enrolment required' },
-  ip_not_allowed: { status: 403, title: 'IP address not allowed' },
-  sso_email_unverified: { status: 403, title: 'Email not verified by the identity provider' },
-  sso_account_not_found: { status: 403, title: 'No account for this sign-in' },
   not_found: { status: 404, title: 'Not found' },
-  model_not_found: { status: 404, title: 'Model not found' },
-  sso_provider_not_configured: { status: 404, title: 'Identity provider not configured' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
-  email_taken: { status: 409, title: 'Email address already in use' },
-  api_key_limit_reached: { status: 409, title: 'API key limit reached' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   validation_error: { status: 422, title: 'Validation error' },
-  model_blocked: { status: 422, title: 'Model blocked' },
   rate_limited: { status: 429, title: 'Too many requests' },
-  account_locked: { status: 429, title: 'Sign-in temporarily locked' },
   internal_error: { status: 500, title: 'Internal server error' },
-  sso_provider_unavailable: { status: 502, title: 'Identity provider unavailable' },
-} as const satisfies Record<string, { status: number; title: string }>;
+} as const satisfies Record<string, ErrorEntry>;
 
-export type ErrorCode = keyof typeof errorCatalog;
+/**
+ * Every error code, kernel and domain. Domains extend it from their
+ * `errors.ts`: `declare module '../../errors/catalog' { interface ErrorCodes extends Record<keyof typeof myErrors, ErrorEntry> {} }`.
+ */
+export interface ErrorCodes extends Record<keyof typeof kernelErrors, ErrorEntry> {}
+
+export type ErrorCode = keyof ErrorCodes & string;
+
+const registry = new Map<string, ErrorEntry>(Object.entries(kernelErrors));
+
+/**
+ * Registers a domain's codes (called once, when its `errors.ts` loads) and
+ * returns them. A code already taken by another entry is a programming error.
+ */
+export function defineErrors<T extends Record<string, ErrorEntry>>(entries: T): T {
+  for (const [code, entry] of Object.entries(entries)) {
+    const known = registry.get(code);
+    if (known && (known.status !== entry.status || known.title !== entry.title)) {
+      throw new Error(`Error code "${code}" is defined twice`);
+    }
+    registry.set(code, entry);
+  }
+  return entries;
+}
+
+/** The status and title of a code; undefined for a code no domain defined. */
+export function errorEntry(code: string): ErrorEntry | undefined {
+  return registry.get(code);
+}
+
+/** Every registered code with its entry, kernel codes first. */
+export function errorCatalogEntries(): [string, ErrorEntry][] {
+  return [...registry.entries()];
+}
 
 /** One failed check on an input: the HTTPValidationError item shape. */
 export interface ValidationIssue {
@@ -66,7 +88,8 @@ export class AppError extends Error {
     detail?: string,
     options: { extra?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
-    const entry = errorCatalog[code];
+    const entry = registry.get(code);
+    if (!entry) throw new Error(`Unknown error code "${code}": define it in a domain's errors.ts`);
     super(detail ?? entry.title, { cause: options.cause });
     this.name = 'AppError';
     this.code = code;

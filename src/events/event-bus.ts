@@ -1,29 +1,30 @@
 import { EventEmitter, on } from 'node:events';
-import type { AuditEvent } from '../domains/audit/audit-event.entity';
 
-/** Every event the core publishes, by topic. */
-export interface EventMap {
-  'audit.recorded': AuditEvent;
-  'session.revoked': { sessionId: string; userId: string };
-  /**
-   * A user changed. `access` says whether what they may do or who they are
-   * changed (role, status, email, password, deletion): open sockets of theirs
-   * end. A rename is not an access change.
-   */
-  'user.changed': { userId: string; access: boolean };
-  'api_key.revoked': { keyId: string; keyHash: string };
-  /** A company's security policy changed; policy caches drop the company. */
-  'security_policy.changed': { companyId: string; version: number };
-}
+/**
+ * Every event the domains publish, by topic. Empty here: each domain adds its
+ * own topics from its `events.ts` by declaration merging
+ * (`declare module '../../events/event-bus' { interface EventMap { … } }`),
+ * so the kernel names no domain and the map is still one typed whole.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface EventMap {}
 
 export type Topic = keyof EventMap;
 
 /**
- * The in-process event bus behind subscriptions, caches and the audit feed.
- * One node needs nothing more; a Redis-backed bus with the same shape is the
- * scale-out path.
+ * The port behind subscriptions, caches and the audit feed. Delivery is to
+ * this process's listeners; a Redis-backed adapter with the same shape is the
+ * scale-out path (listeners on every node then see every node's events).
  */
-export class EventBus {
+export interface EventBus {
+  publish<T extends Topic>(topic: T, payload: EventMap[T]): void;
+  subscribe<T extends Topic>(topic: T, listener: (payload: EventMap[T]) => void): () => void;
+  /** A filtered async iterator of one topic; `return()` detaches at once. */
+  iterate<T extends Topic>(topic: T, filter: (payload: EventMap[T]) => boolean): AsyncIterableIterator<EventMap[T]>;
+}
+
+/** The single-node adapter: an in-process EventEmitter. */
+export class MemoryEventBus implements EventBus {
   private readonly emitter = new EventEmitter({ captureRejections: false });
 
   constructor() {
@@ -41,10 +42,10 @@ export class EventBus {
   }
 
   /**
-   * A filtered async iterator of one topic. Written by hand rather than as an
-   * async generator: a generator parked on "next event" cannot run `return()`
-   * until another event arrives, which would leak a listener per closed
-   * subscription. Here `return()` detaches at once.
+   * Written by hand rather than as an async generator: a generator parked on
+   * "next event" cannot run `return()` until another event arrives, which
+   * would leak a listener per closed subscription. Here `return()` detaches
+   * at once.
    */
   iterate<T extends Topic>(topic: T, filter: (payload: EventMap[T]) => boolean): AsyncIterableIterator<EventMap[T]> {
     const inner = on(this.emitter, topic) as AsyncIterableIterator<[EventMap[T]]>;

@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal';
-import { AppError, isAppError } from '../errors/catalog';
-import type { Config } from '../config';
-import type { Services } from '../services';
+import { AppError } from '../errors/catalog';
+import type { KernelConfig } from '../kernel/config';
+import type { AccessService } from '../domains/identity';
 import { readCookie, SESSION_COOKIE } from '../auth/cookies';
 
 /** Methods that change state: a cookie-authenticated one must prove it comes from an allowed origin. */
@@ -18,7 +18,7 @@ function originOf(value: string): string | undefined {
 }
 
 /** PUBLIC_URL's origin and every CORS_ORIGINS entry: the pages allowed to act with the cookie. */
-export function trustedOrigins(config: Pick<Config, 'publicUrl' | 'corsOrigins'>): Set<string> {
+export function trustedOrigins(config: Pick<KernelConfig, 'publicUrl' | 'corsOrigins'>): Set<string> {
   const origins = new Set<string>();
   for (const value of [config.publicUrl, ...config.corsOrigins]) {
     const origin = originOf(value);
@@ -49,20 +49,15 @@ export function isTrustedOrigin(headers: FastifyRequest['headers'], trusted: Set
  * SameSite=Lax is the first line; this is the second.
  */
 export async function resolveCookiePrincipal(
-  services: Services,
-  request: Pick<FastifyRequest, 'method' | 'headers'>,
+  access: AccessService,
+  request: Pick<FastifyRequest, 'method' | 'headers' | 'ip'>,
   cookie: string,
   trusted: Set<string>,
 ): Promise<Principal> {
   if (UNSAFE_METHODS.has(request.method) && !isTrustedOrigin(request.headers, trusted)) {
     throw new AppError('csrf_rejected', 'A cookie-authenticated request that changes state must come from an allowed origin (Origin or Referer header)');
   }
-  try {
-    return await services.sessionCookies.authenticate(cookie);
-  } catch (error) {
-    if (isAppError(error)) return { kind: 'anonymous', credentialError: error };
-    throw error;
-  }
+  return access.cookie(cookie, request.ip);
 }
 
 /**

@@ -3,8 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { errorCatalog, type ErrorCode } from '../errors/catalog';
-import { buildOpenApi } from '../../rest-compat/openapi';
+import type { ErrorEntry } from '../errors/catalog';
 
 /** Files GraphiQL needs, served from node_modules so the page works offline. */
 const graphiqlAssets: Record<string, { module: string; file: string; type: string }> = {
@@ -44,9 +43,8 @@ const PAGE_CSP =
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** /openapi.json, Swagger UI at /docs, GraphiQL at /graphiql, and a page per error code. */
-export const docsPlugin = fp(
-  async (app) => {
-    const document = buildOpenApi(app.services.config.publicUrl);
+export const docsPlugin = fp<{ openapi: object; errors: Readonly<Record<string, ErrorEntry>> }>(
+  async (app, { openapi: document, errors: errorCatalog }) => {
     const publicRoute = { config: { auth: 'public' as const } };
 
     app.get('/openapi.json', publicRoute, async () => document);
@@ -57,10 +55,10 @@ export const docsPlugin = fp(
     await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: PAGE_CSP, uiConfig: { deepLinking: true } });
 
     app.get<{ Params: { code: string } }>('/docs/errors/:code', publicRoute, async (request, reply) => {
-      const code = request.params.code as ErrorCode;
+      const code = request.params.code;
       // Own keys only: `constructor` or `toString` are not error codes.
       if (!Object.hasOwn(errorCatalog, code)) return reply.callNotFound();
-      const entry = errorCatalog[code];
+      const entry = errorCatalog[code]!;
       reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8');
       return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(code)}</title></head><body>
 <h1>${escapeHtml(entry.title)}</h1><p>Code <code>${escapeHtml(code)}</code>, HTTP status ${entry.status}.</p>

@@ -1,7 +1,8 @@
 import fp from 'fastify-plugin';
 import FindMyWay from 'find-my-way';
 import { AppError } from '../errors/catalog';
-import { sendProblem, toAppError } from './problem';
+import { toAppError } from '../errors/to-app-error';
+import { sendProblem } from './problem';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
@@ -11,7 +12,7 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as 
  */
 export const errorsPlugin = fp(
   async (app) => {
-    const { docsUrl } = app.services.config;
+    const { docsUrl } = app.config;
     // A second router that knows every path, to tell 405 from 404.
     const paths = FindMyWay({ ignoreTrailingSlash: false });
     app.addHook('onRoute', (route) => {

@@ -3,15 +3,15 @@ import mercurius, { type MercuriusContext } from 'mercurius';
 import { GraphQLError, parse, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { MapperKind, mapSchema, type FieldMapper } from '@graphql-tools/utils';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, isAppError } from '../errors/catalog';
+import { AppError } from '../errors/catalog';
 import { anonymous, type ApiKeyPrincipal, type Principal, type UserPrincipal } from '../auth/principal';
-import type { Services } from '../services';
+import type { EventBus } from '../events/event-bus';
+import type { AccessService } from '../domains/identity';
 import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
+import { toGraphQLError } from '../../subgraphs/errors';
 import type { Supergraph } from '../../subgraphs/supergraph';
-import { resolvePrincipal } from './principal';
-import { applySocketPolicy, rootFields } from './security-policy';
+import { rootFields } from './security-policy';
 import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
-import { toAppError } from './problem';
 import type { RateLimitClass } from './types';
 
 /** Root fields that spend a stricter budget than the endpoint's, shared with their REST paths. */
@@ -62,31 +62,6 @@ export function sessionCookieClearing(name: string, secure: boolean): string {
 /** What a resolver may do to the HTTP reply of its request (GraphQL over HTTP and REST). */
 export function replyTransport(reply: FastifyReply, secureCookies: boolean): TransportHooks {
   return { clearCookie: (name) => reply.header('set-cookie', sessionCookieClearing(name, secureCookies)) };
-}
-
-/** The GraphQL error shape: the catalog code and HTTP status in extensions. */
-export function toGraphQLError(error: GraphQLError, log: { error: (obj: object, msg: string) => void }): GraphQLError {
-  const original = error.originalError;
-  let appError: AppError;
-  if (isAppError(original)) appError = original;
-  else if (!original || original instanceof GraphQLError) {
-    // graphql-js' own errors: the document or its variables do not fit the schema.
-    appError = new AppError('bad_request', error.message);
-  } else {
-    // Transport errors (body parsing, size, media type) map like REST; anything else is masked.
-    appError = toAppError(original);
-    if (appError.status >= 500) log.error({ err: original }, 'unhandled resolver error');
-  }
-  return new GraphQLError(appError.message, {
-    nodes: error.nodes,
-    path: error.path,
-    extensions: {
-      code: appError.code,
-      // The error's HTTP meaning travels with it, headers included (Retry-After).
-      http: Object.keys(appError.headers).length ? { status: appError.status, headers: appError.headers } : { status: appError.status },
-      ...appError.extra,
-    },
-  });
 }
 
 type SpendBudget = (cls: RateLimitClass, principal: Principal, ip: string) => void;
@@ -150,25 +125,27 @@ interface ClosableSocket {
  * new email or password), or
  * its API key revoked. The client reconnects and is judged afresh.
  */
-function closeWhenCredentialEnds(services: Services, principal: UserPrincipal | ApiKeyPrincipal, socket: ClosableSocket) {
+function closeWhenCredentialEnds(events: EventBus, principal: UserPrincipal | ApiKeyPrincipal, socket: ClosableSocket) {
   const close = (reason: string) => {
     if (socket.readyState === 1) socket.close(4401, reason);
   };
   const offs =
     principal.kind === 'user'
       ? [
-          services.bus.subscribe('session.revoked', (e) => e.sessionId === principal.sessionId && close('session_revoked')),
-          services.bus.subscribe('user.changed', (e) => e.access && e.userId === principal.userId && close('credential_changed')),
+          events.subscribe('session.revoked', (e) => e.sessionId === principal.sessionId && close('session_revoked')),
+          events.subscribe('user.changed', (e) => e.access && e.userId === principal.userId && close('credential_changed')),
         ]
-      : [services.bus.subscribe('api_key.revoked', (e) => e.keyId === principal.keyId && close('api_key_revoked'))];
+      : [events.subscribe('api_key.revoked', (e) => e.keyId === principal.keyId && close('api_key_revoked'))];
   socket.once('close', () => offs.forEach((off) => off()));
 }
 
 export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
   async (app, { supergraph }) => {
-    const services = app.services;
-    const secureCookies = services.config.publicUrl.startsWith('https://');
-    const origins = trustedOrigins(services.config);
+    const { events } = app.kernel;
+    const access: AccessService = app.domains.identity.access;
+    const container = app.resolvers;
+    const secureCookies = app.config.publicUrl.startsWith('https://');
+    const origins = trustedOrigins(app.config);
 
     // GraphQL over HTTP spends the stricter budgets of its operations before
     // mercurius runs anything, so a refused request is a 429 that ran nothing.
@@ -200,17 +177,17 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       queryDepth: 15,
       routes: true,
       context: (request: FastifyRequest, reply: FastifyReply): GraphQLContext =>
-        createContext(services, request.principal, request.meta, replyTransport(reply, secureCookies)),
+        createContext(container, request.principal, request.meta, replyTransport(reply, secureCookies)),
       subscription: {
         // Queries and mutations work over the socket too, not only subscriptions.
         fullWsTransport: true,
         // A socket lives long: its loaders batch but remember nothing, or a row
         // remembered by one operation would be served stale to the next.
         context: (_socket, request: FastifyRequest) => ({
-          services,
+          container,
           meta: request.meta,
           principal: anonymous,
-          loaders: new Loaders(services, { remember: false }),
+          loaders: new Loaders({ remember: false }),
           viaSocket: true,
           // A browser's service_token cookie on the upgrade request (from a trusted Origin).
           cookiePrincipal: socketCookiePrincipal(request, origins),
@@ -226,13 +203,13 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
           { payload }: { payload?: Record<string, unknown> },
         ) {
           const raw = payload?.authorization ?? payload?.Authorization;
-          const resolved =
-            typeof raw === 'string' && raw !== '' ? await resolvePrincipal(services, raw) : (this?.context?.cookiePrincipal ?? anonymous);
+          const ip = this?.context?.meta?.ip ?? '';
           // The company's security policy (IP allow-list, MFA enrolment) applies to sockets too.
-          const principal = await applySocketPolicy(services, resolved, this?.context?.meta?.ip ?? '');
+          const resolved = typeof raw === 'string' && raw !== '' ? await access.bearer(raw, ip) : (this?.context?.cookiePrincipal ?? anonymous);
+          const principal = await access.socket(resolved);
           const socket = this?.socket;
           if (principal.kind !== 'anonymous') {
-            if (socket) closeWhenCredentialEnds(services, principal, socket);
+            if (socket) closeWhenCredentialEnds(events, principal, socket);
             return { principal };
           }
           if (socket?.protocol === 'graphql-transport-ws' && socket.readyState === 1) {

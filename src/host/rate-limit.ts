@@ -2,7 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '../auth/principal';
 import { AppError } from '../errors/catalog';
-import { MemoryRateLimiter, type RateLimitDecision } from '../rate-limit/rate-limiter';
+import type { RateLimitDecision } from '../rate-limit/rate-limiter';
 import type { RateLimitClass } from './types';
 
 /**
@@ -12,8 +12,8 @@ import type { RateLimitClass } from './types';
  */
 export const rateLimitPlugin = fp(
   async (app) => {
-    const config = app.services.config.rateLimit;
-    const limiter = new MemoryRateLimiter(config.windowSeconds);
+    const config = app.config.rateLimit;
+    const limiter = app.kernel.rateLimits;
     const known: RateLimitClass[] = ['default', 'auth', 'feedback'];
 
     app.addHook('onRoute', (route) => {

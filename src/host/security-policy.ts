@@ -1,10 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import { Kind, parse, type DocumentNode, type SelectionSetNode } from 'graphql';
-import type { ApiKeyPrincipal, Principal, UserPrincipal } from '../auth/principal';
-import { AppError } from '../errors/catalog';
-import type { Services } from '../services';
-import { ipRefusal, type CompiledPolicy } from '../domains/admin/security-policy.service';
+import { enrollmentRequired } from '../domains/identity';
 
 /**
  * REST routes a user who must still enrol in MFA (company policy mfa_required,
@@ -13,49 +10,6 @@ import { ipRefusal, type CompiledPolicy } from '../domains/admin/security-policy
 const ENROLMENT_ROUTES = new Set(['POST /me/mfa/setup', 'POST /me/mfa/verify', 'GET /me/profile', 'PATCH /me/profile', 'POST /auth/logout']);
 /** The same, as GraphQL root fields. */
 export const ENROLMENT_FIELDS = new Set(['me', 'setupMfa', 'verifyMfa', 'updateMyProfile', 'logout', '__typename']);
-
-function enrolmentRequired(): AppError {
-  return new AppError(
-    'mfa_enrollment_required',
-    'Your company requires two-factor authentication: enrol first (POST /v1/me/mfa/setup, then POST /v1/me/mfa/verify); ' +
-      'until then only enrolment, your profile and sign-out are available',
-  );
-}
-
-/**
- * The company's IP allow-list, checked once the credential is resolved. A
- * refusal turns the caller anonymous with the reason kept, so every route and
- * operation that needs a credential answers it (403 ip_not_allowed), as for
- * any refused credential.
- */
-export async function applyIpAllowlist(services: Services, principal: Principal, ip: string): Promise<Principal> {
-  if (principal.kind === 'anonymous') return principal;
-  return withIpAllowlist(principal, await services.securityPolicy.policyOf(principal.companyId), ip);
-}
-
-function withIpAllowlist(principal: UserPrincipal | ApiKeyPrincipal, policy: CompiledPolicy, ip: string): Principal {
-  const refusal = ipRefusal(policy, ip);
-  return refusal ? { kind: 'anonymous', credentialError: refusal } : principal;
-}
-
-/** applyIpAllowlist from the cached policy; undefined when the company's policy is not cached yet. */
-export function cachedIpAllowlist(services: Services, principal: Principal, ip: string): Principal | undefined {
-  if (principal.kind === 'anonymous') return principal;
-  const policy = services.securityPolicy.cachedPolicy(principal.companyId);
-  return policy && withIpAllowlist(principal, policy, ip);
-}
-
-/**
- * For a WebSocket (graphql-ws) connection: the allow-list, and no socket at all
- * while MFA enrolment is owed (enrolment is not done over subscriptions).
- */
-export async function applySocketPolicy(services: Services, principal: Principal, ip: string): Promise<Principal> {
-  const checked = await applyIpAllowlist(services, principal, ip);
-  if (checked.kind === 'user' && (await services.securityPolicy.mfaEnrollmentPending(checked))) {
-    return { kind: 'anonymous', credentialError: enrolmentRequired() };
-  }
-  return checked;
-}
 
 /** Root fields of every operation in the document (fragments followed); null when it does not parse. */
 export function rootFields(document: DocumentNode): Set<string> {
@@ -115,18 +69,17 @@ export const securityPolicyPlugin = fp(
     const restrict = (request: FastifyRequest) => {
       const key = restRouteKey(request);
       const allowed = key !== null ? ENROLMENT_ROUTES.has(key) : request.routeOptions.url === '/graphql' && graphqlEnrolmentOnly(request);
-      if (!allowed) request.principal = { kind: 'anonymous', credentialError: enrolmentRequired() };
+      if (!allowed) request.principal = { kind: 'anonymous', credentialError: enrollmentRequired() };
     };
+    const access = app.domains.identity.access;
     // Callback-style with a synchronous fast path: this runs on every request.
     app.addHook('preHandler', (request, _reply, done) => {
-      const principal = request.principal;
-      if (principal.kind !== 'user') return done();
-      const pending = app.services.securityPolicy.cachedMfaEnrollmentPending(principal);
-      if (pending !== undefined) {
+      const pending = access.enrollmentPending(request.principal);
+      if (typeof pending === 'boolean') {
         if (pending) restrict(request);
         return done();
       }
-      app.services.securityPolicy.mfaEnrollmentPending(principal).then((owed) => {
+      pending.then((owed) => {
         if (owed) restrict(request);
         done();
       }, done);

@@ -1,5 +1,8 @@
 import type { Principal, RequestMeta } from '../auth/principal';
-import type { Services } from '../services';
+import type { Config } from '../config';
+import type { DomainApis } from '../domains';
+import type { Kernel } from '../kernel/kernel';
+import type { ResolverContainer } from '../../subgraphs/context';
 
 /** Per-route behaviour, declared in the route's `config` and applied by hooks. */
 export type AuthKind = 'public' | 'required' | 'optional';
@@ -16,7 +19,13 @@ export interface Deprecation {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    services: Services;
+    /** Every setting, kernel and domains. */
+    config: Config;
+    kernel: Kernel;
+    /** The public API of every domain. */
+    domains: DomainApis;
+    /** The app's resolver instances, shared by GraphQL and the REST adapter. */
+    resolvers: ResolverContainer;
   }
   interface FastifyRequest {
     principal: Principal;

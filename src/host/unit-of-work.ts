@@ -5,7 +5,7 @@ import { runInUnitOfWork } from '../db/unit-of-work';
 export const unitOfWorkPlugin = fp(
   async (app) => {
     app.addHook('onRequest', (_request, _reply, done) => {
-      runInUnitOfWork(app.services.orm, done);
+      runInUnitOfWork(app.kernel.orm, done);
     });
   },
   { name: 'atrium-unit-of-work' },

@@ -3,33 +3,14 @@ import type { Orm } from '../db/orm';
 import { AppError } from '../errors/catalog';
 import { MailOutbox, type MailMeta, type MailStatus } from './outbox.entity';
 import type { MailContent } from './templates';
-
-/** The logging the mailer needs; pino (fastify's `app.log`) fits as is. */
-export interface MailLogger {
-  debug(obj: Record<string, unknown>, msg: string): void;
-  info(obj: Record<string, unknown>, msg: string): void;
-  warn(obj: Record<string, unknown>, msg: string): void;
-  error(obj: Record<string, unknown>, msg: string): void;
-}
-
-const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
-
-/** JSON lines on stderr at `level` and above: the logger outside the HTTP app (CLI, subgraphs). */
-export function stderrLogger(level = 'info'): MailLogger {
-  const min = LEVELS.indexOf(level as (typeof LEVELS)[number]);
-  const at = (name: (typeof LEVELS)[number]) => (obj: Record<string, unknown>, msg: string) => {
-    if (min < 0 || LEVELS.indexOf(name) < min) return; // unknown level (e.g. "silent"): quiet
-    process.stderr.write(`${JSON.stringify({ level: name, time: Date.now(), ...obj, msg })}\n`);
-  };
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
+import { stderrLogger, type Logger } from '../kernel/logger';
 
 export interface MailerOptions {
   /** `smtp://user:pass@host:587` or `smtps://host:465`; unset keeps mail in the outbox only. */
   smtpUrl?: string;
   /** The From header, e.g. `Atrium <no-reply@example.com>`. */
   from: string;
-  logger?: MailLogger;
+  logger?: Logger;
   /** SMTP attempts per mail before it stays `failed` for good (default 5). */
   maxAttempts?: number;
 }
@@ -71,8 +52,7 @@ const FORGOTTEN = 'The one-time link this mail carried has expired, so its text 
  * `atrium mail-outbox --show <id>`.
  *
  * ```ts
- * import { passwordReset } from '../../mail/templates';
- * await services.mailer.enqueue(user.email, passwordReset({ link, expiresInMinutes: 60 }), { meta: { userId: user.id } });
+ * await kernel.mailer.enqueue(user.email, passwordReset({ link, expiresInMinutes: 60 }), { meta: { userId: user.id } });
  * ```
  *
  * - `send()` waits for the SMTP attempt; `enqueue()` returns once the mail is
@@ -92,7 +72,7 @@ export class Mailer {
   private readonly transport: Transporter | undefined;
   private readonly maxAttempts: number;
   private readonly messageIdDomain: string;
-  private logger: MailLogger;
+  private readonly logger: Logger;
   private readonly inflight = new Set<Promise<unknown>>();
   private timer: NodeJS.Timeout | undefined;
   private retrying = false;
@@ -118,11 +98,6 @@ export class Mailer {
   /** Whether an SMTP server is configured (otherwise mail is only stored). */
   get smtpConfigured(): boolean {
     return this.transport !== undefined;
-  }
-
-  /** Logs through the host's logger from now on (the HTTP app passes `app.log`). */
-  useLogger(logger: MailLogger): void {
-    this.logger = logger;
   }
 
   /**

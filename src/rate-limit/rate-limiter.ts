@@ -1,6 +1,7 @@
 /**
- * Fixed-window counters kept in memory. The store is a strategy: a Redis store
- * with the same `hit` signature is the scale-out path.
+ * Rate-limit counters: a port. `MemoryRateLimiter` (fixed windows in this
+ * process's memory) is the single-node adapter; a Redis store with the same
+ * `hit` is the scale-out path, where every node must count the same window.
  */
 export interface RateLimitDecision {
   limit: number;
@@ -15,7 +16,12 @@ interface Window {
   resetAt: number;
 }
 
-export class MemoryRateLimiter {
+export interface RateLimitStore {
+  /** Counts one hit of `key` against `limit` in the current window. */
+  hit(key: string, limit: number, nowMs?: number): RateLimitDecision;
+}
+
+export class MemoryRateLimiter implements RateLimitStore {
   private windows = new Map<string, Window>();
   private nextSweep = 0;
 

@@ -1,12 +1,17 @@
 import { Arg, Ctx, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import { requireCompanyAdmin } from '../../src/auth/policy';
 import { checkPage } from '../../src/pagination';
-import type { AuditEvent } from '../../src/domains/audit/audit-event.entity';
+import type { AuditApi, AuditEvent, AuditService } from '../../src/domains/audit';
+import type { FeedbackService, HealthService, PlatformApi } from '../../src/domains/platform';
 import type { GraphQLContext } from '../context';
 import { AuditEventPageType, AuditEventType, DocsFeedbackInput, DocsFeedbackReceiptType, HealthType } from './types';
 
 @Resolver()
 export class AuditResolver {
+  static from = ({ audit }: { audit: AuditApi }) => new AuditResolver(audit.log);
+
+  constructor(private readonly log: AuditService) {}
+
   @Query(() => AuditEventPageType, { description: "The caller's company audit log, newest first" })
   auditLog(
     @Ctx() ctx: GraphQLContext,
@@ -15,7 +20,7 @@ export class AuditResolver {
     @Arg('action', () => String, { nullable: true }) action?: string | null,
   ) {
     const principal = requireCompanyAdmin(ctx.principal);
-    return ctx.services.audit.list(principal.companyId, { ...checkPage(page, perPage), action: action ?? undefined });
+    return this.log.list(principal.companyId, { ...checkPage(page, perPage), action: action ?? undefined });
   }
 
   @Subscription(() => AuditEventType, {
@@ -23,7 +28,7 @@ export class AuditResolver {
     subscribe: ({ context }) => {
       const ctx = context as GraphQLContext;
       const { companyId } = requireCompanyAdmin(ctx.principal);
-      return ctx.services.bus.iterate('audit.recorded', (event) => event.companyId === companyId);
+      return ctx.container.get(AuditResolver).log.follow(companyId);
     },
   })
   auditEvents(@Root() event: AuditEvent): AuditEvent {
@@ -33,13 +38,20 @@ export class AuditResolver {
 
 @Resolver()
 export class PlatformResolver {
+  static from = ({ platform }: { platform: PlatformApi }) => new PlatformResolver(platform.health, platform.feedback);
+
+  constructor(
+    private readonly healthService: HealthService,
+    private readonly feedback: FeedbackService,
+  ) {}
+
   @Query(() => HealthType, { description: 'Liveness and database reachability; public' })
-  health(@Ctx() ctx: GraphQLContext) {
-    return ctx.services.health.check();
+  health() {
+    return this.healthService.check();
   }
 
   @Mutation(() => DocsFeedbackReceiptType, { description: 'Records feedback on a documentation page; public' })
   submitDocsFeedback(@Arg('input', () => DocsFeedbackInput) input: DocsFeedbackInput, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.feedback.submit(input, ctx.meta);
+    return this.feedback.submit(input, ctx.meta);
   }
 }

@@ -1,7 +1,6 @@
 import { Arg, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { checkPage } from '../../src/pagination';
-import { API_KEYS_PER_PAGE } from '../../src/domains/admin/api-keys.service';
-import type { ApiKey } from '../../src/domains/identity/api-key.entity';
+import { API_KEYS_PER_PAGE, type ApiKey, type ApiKeyAdminService, type IdentityApi, type IdentityService } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
 import { PageType } from '../page';
 
@@ -52,18 +51,27 @@ export class ApiKeyCreateInput {
 
 @Resolver(() => ApiKeyType)
 export class ApiKeyAdminResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new ApiKeyAdminResolver(identity.apiKeyAdmin, identity.accounts);
+
+  private readonly usersByIds = (ids: readonly string[]) => this.accounts.usersByIds(ids);
+
+  constructor(
+    private readonly keys: ApiKeyAdminService,
+    private readonly accounts: IdentityService,
+  ) {}
+
   @Query(() => ApiKeyPageType, { description: "The caller's company's active API keys, newest first (owners, admins, API keys)" })
   apiKeys(
     @Ctx() ctx: GraphQLContext,
     @Arg('page', () => Int, { defaultValue: 1 }) page: number,
     @Arg('perPage', () => Int, { defaultValue: API_KEYS_PER_PAGE }) perPage: number,
   ) {
-    return ctx.services.adminApiKeys.list(ctx.principal, checkPage(page, perPage));
+    return this.keys.list(ctx.principal, checkPage(page, perPage));
   }
 
   @Mutation(() => CreatedApiKeyType, { description: 'Creates a company API key; the plaintext is returned once. Audited api_key.created.' })
   async createApiKey(@Arg('input', () => ApiKeyCreateInput) input: ApiKeyCreateInput, @Ctx() ctx: GraphQLContext) {
-    const { apiKey, plaintext } = await ctx.services.adminApiKeys.create(ctx.principal, input.name, ctx.meta);
+    const { apiKey, plaintext } = await this.keys.create(ctx.principal, input.name, ctx.meta);
     return { apiKey, key: plaintext };
   }
 
@@ -71,7 +79,7 @@ export class ApiKeyAdminResolver {
     description: 'Revokes an API key at once: requests and open subscriptions with it are refused from now on. Audited api_key.revoked.',
   })
   async revokeApiKey(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
-    await ctx.services.adminApiKeys.revoke(ctx.principal, id, ctx.meta);
+    await this.keys.revoke(ctx.principal, id, ctx.meta);
     return true;
   }
 
@@ -79,7 +87,7 @@ export class ApiKeyAdminResolver {
   async createdBy(@Root() key: ApiKey, @Ctx() ctx: GraphQLContext): Promise<ApiKeyCreatorType | null> {
     const userId = key.createdBy?.id;
     if (!userId) return null;
-    const user = await ctx.loaders.userById.load(userId);
+    const user = await ctx.loaders.of(this.usersByIds).load(userId);
     return user ? { id: user.id, email: user.email } : null;
   }
 }

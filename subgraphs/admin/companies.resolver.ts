@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { checkPage } from '../../src/pagination';
-import { COMPANIES_PER_PAGE, COMPANY_AUDIT_PER_PAGE } from '../../src/domains/admin/companies.service';
+import { COMPANIES_PER_PAGE, COMPANY_AUDIT_PER_PAGE, type CompanyAdminService, type IdentityApi } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
 import { PageType } from '../page';
 import { AuditEventPageType, AuditEventType } from './types';
@@ -88,6 +88,10 @@ export class AdminOverviewType {
 
 @Resolver()
 export class CompanyAdminResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new CompanyAdminResolver(identity.companies);
+
+  constructor(private readonly companies: CompanyAdminService) {}
+
   @Query(() => AdminCompanyPageType, {
     description:
       'Companies by name (q: name contains, case-insensitive). Owners, admins and API keys see only their own ' +
@@ -99,12 +103,12 @@ export class CompanyAdminResolver {
     @Arg('page', () => Int, { defaultValue: 1 }) page: number,
     @Arg('perPage', () => Int, { defaultValue: COMPANIES_PER_PAGE }) perPage: number,
   ) {
-    return ctx.services.adminCompanies.list(ctx.principal, { q, ...checkPage(page, perPage) });
+    return this.companies.list(ctx.principal, { q, ...checkPage(page, perPage) });
   }
 
   @Query(() => AdminCompanyType, { description: "One company; another company's id is not_found unless the caller is a superadmin" })
   adminCompany(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.adminCompanies.get(ctx.principal, id);
+    return this.companies.get(ctx.principal, id);
   }
 
   @Mutation(() => AdminCompanyType, {
@@ -115,7 +119,7 @@ export class CompanyAdminResolver {
     @Arg('input', () => CompanyPatchInput) input: CompanyPatchInput,
     @Ctx() ctx: GraphQLContext,
   ) {
-    return ctx.services.adminCompanies.update(ctx.principal, id, input, ctx.meta);
+    return this.companies.update(ctx.principal, id, input, ctx.meta);
   }
 
   @Query(() => AuditEventPageType, {
@@ -129,11 +133,11 @@ export class CompanyAdminResolver {
     @Arg('action', () => String, { nullable: true }) action: string | null,
     @Arg('actor', () => String, { nullable: true }) actor: string | null,
   ) {
-    return ctx.services.adminCompanies.auditLog(ctx.principal, companyId, { ...checkPage(page, perPage), action, actor });
+    return this.companies.auditLog(ctx.principal, companyId, { ...checkPage(page, perPage), action, actor });
   }
 
   @Query(() => AdminOverviewType, { description: "Counts of the caller's company: users, invitations, sessions, keys, security events" })
   adminOverview(@Ctx() ctx: GraphQLContext) {
-    return ctx.services.adminCompanies.overview(ctx.principal);
+    return this.companies.overview(ctx.principal);
   }
 }

@@ -1,5 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../context';
+import type { ConnectorService, ConnectorsApi } from '../../src/domains/connectors';
 
 @ObjectType('Connector', { description: "A company's configuration of one cloud-storage connector (google_drive, onedrive)" })
 export class ConnectorType {
@@ -75,11 +76,15 @@ export class ConnectorTestResultType {
 
 @Resolver()
 export class ConnectorAdminResolver {
+  static from = ({ connectors }: { connectors: ConnectorsApi }) => new ConnectorAdminResolver(connectors.connectors);
+
+  constructor(private readonly service: ConnectorService) {}
+
   @Query(() => [ConnectorType], {
     description: "Both cloud-storage connectors of the caller's company (owners, admins, company API keys); a superadmin may name any company.",
   })
   connectors(@Ctx() ctx: GraphQLContext, @Arg('companyId', () => ID, { nullable: true }) companyId?: string | null) {
-    return ctx.services.connectors.list(ctx.principal, companyId);
+    return this.service.list(ctx.principal, companyId);
   }
 
   @Mutation(() => ConnectorType, {
@@ -91,7 +96,7 @@ export class ConnectorAdminResolver {
     @Ctx() ctx: GraphQLContext,
     @Arg('companyId', () => ID, { nullable: true }) companyId?: string | null,
   ) {
-    return ctx.services.connectors.update(ctx.principal, name, { ...input }, ctx.meta, companyId);
+    return this.service.update(ctx.principal, name, { ...input }, ctx.meta, companyId);
   }
 
   @Mutation(() => ConnectorTestResultType, {
@@ -104,6 +109,6 @@ export class ConnectorAdminResolver {
     @Ctx() ctx: GraphQLContext,
     @Arg('companyId', () => ID, { nullable: true }) companyId?: string | null,
   ) {
-    return ctx.services.connectors.test(ctx.principal, name, ctx.meta, companyId);
+    return this.service.test(ctx.principal, name, ctx.meta, companyId);
   }
 }

@@ -1,4 +1,9 @@
-import type { SubgraphDefinition } from '../build-subgraph';
+import { defineSubgraph } from '../build-subgraph';
+import { auditDomain } from '../../src/domains/audit';
+import { catalogDomain } from '../../src/domains/catalog';
+import { connectorsDomain } from '../../src/domains/connectors';
+import { identityDomain } from '../../src/domains/identity';
+import { platformDomain } from '../../src/domains/platform';
 import { AuditResolver, PlatformResolver } from './admin.resolver';
 import { UserLockResolver } from './user-lock.resolver';
 import { SecurityResolver } from './security.resolver';
@@ -9,7 +14,8 @@ import { ApiKeyAdminResolver } from './api-keys.resolver';
 import { InvitationResolver } from './invitations.resolver';
 import { ConnectorAdminResolver } from './connectors.resolver';
 
-export const adminSubgraph: SubgraphDefinition = {
+export const adminSubgraph = defineSubgraph({
   name: 'admin',
+  domains: [auditDomain, platformDomain, identityDomain, catalogDomain, connectorsDomain],
   resolvers: [AuditResolver, PlatformResolver, UserLockResolver, SecurityResolver, AdminUsersResolver, CompanyAdminResolver, ModelAdminResolver, ApiKeyAdminResolver, InvitationResolver, ConnectorAdminResolver],
-};
+});

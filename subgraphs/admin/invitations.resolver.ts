@@ -1,5 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../context';
+import type { IdentityApi, InvitationService } from '../../src/domains/identity';
 import { PageType } from '../page';
 
 @ObjectType('Invitation', { description: 'An invitation to join a company with a role' })
@@ -87,6 +88,10 @@ export class BulkInvitationResultType {
 
 @Resolver()
 export class InvitationResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new InvitationResolver(identity.invitations);
+
+  constructor(private readonly service: InvitationService) {}
+
   @Query(() => InvitationPageType, {
     description: "The caller's company's invitations, newest first (owners, admins, API keys); status filters by pending, accepted, revoked or expired",
   })
@@ -96,7 +101,7 @@ export class InvitationResolver {
     @Arg('page', () => Int, { defaultValue: 1 }) page: number,
     @Arg('perPage', () => Int, { defaultValue: 20 }) perPage: number,
   ) {
-    return ctx.services.invitations.list(ctx.principal, { status, page, perPage });
+    return this.service.list(ctx.principal, { status, page, perPage });
   }
 
   @Mutation(() => InvitationType, {
@@ -105,25 +110,25 @@ export class InvitationResolver {
       'A user with the address is email_taken, a pending invitation for it conflict.',
   })
   createInvitation(@Arg('input', () => InvitationInput) input: InvitationInput, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.invitations.invite(ctx.principal, input, ctx.meta);
+    return this.service.invite(ctx.principal, input, ctx.meta);
   }
 
   @Mutation(() => BulkInvitationResultType, {
     description: 'Invites up to 100 addresses; each row is created or fails on its own',
   })
   createInvitations(@Arg('input', () => BulkInvitationInput) input: BulkInvitationInput, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.invitations.inviteBulk(ctx.principal, input.invitations, ctx.meta);
+    return this.service.inviteBulk(ctx.principal, input.invitations, ctx.meta);
   }
 
   @Mutation(() => InvitationType, {
     description: 'Mails a new link for a pending or expired invitation, with a new expiry; the previous link stops working',
   })
   resendInvitation(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.invitations.resend(ctx.principal, id, ctx.meta);
+    return this.service.resend(ctx.principal, id, ctx.meta);
   }
 
   @Mutation(() => InvitationType, { description: 'Revokes a pending invitation; its link stops working' })
   revokeInvitation(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.invitations.revoke(ctx.principal, id, ctx.meta);
+    return this.service.revoke(ctx.principal, id, ctx.meta);
   }
 }

@@ -1,5 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../context';
+import type { CatalogApi, ModelAdminService } from '../../src/domains/catalog';
 
 @ObjectType('AdminModel', { description: 'A model of the platform-wide catalog, blocked or not' })
 export class AdminModelType {
@@ -75,14 +76,18 @@ export class ModelPatchInput {
 
 @Resolver()
 export class ModelAdminResolver {
+  static from = ({ catalog }: { catalog: CatalogApi }) => new ModelAdminResolver(catalog.admin);
+
+  constructor(private readonly models: ModelAdminService) {}
+
   @Query(() => [AdminModelType], { description: 'The whole model catalog, blocked models included (owners, admins, API keys)' })
   adminModels(@Ctx() ctx: GraphQLContext) {
-    return ctx.services.adminModels.list(ctx.principal);
+    return this.models.list(ctx.principal);
   }
 
   @Mutation(() => AdminModelType, { description: 'Adds a model to the catalog; platform superadmins only. Audited model.created.' })
   createModel(@Arg('input', () => ModelCreateInput) input: ModelCreateInput, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.adminModels.create(ctx.principal, input, ctx.meta);
+    return this.models.create(ctx.principal, input, ctx.meta);
   }
 
   @Mutation(() => AdminModelType, {
@@ -93,6 +98,6 @@ export class ModelAdminResolver {
     @Arg('input', () => ModelPatchInput) input: ModelPatchInput,
     @Ctx() ctx: GraphQLContext,
   ) {
-    return ctx.services.adminModels.update(ctx.principal, id, input, ctx.meta);
+    return this.models.update(ctx.principal, id, input, ctx.meta);
   }
 }

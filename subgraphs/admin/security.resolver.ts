@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { checkPage } from '../../src/pagination';
-import { COMPANY_SESSIONS_PER_PAGE } from '../../src/domains/admin/security-policy.service';
+import { COMPANY_SESSIONS_PER_PAGE, type IdentityApi, type SecurityPolicyService } from '../../src/domains/identity';
 import { PageType } from '../page';
 import type { GraphQLContext } from '../context';
 
@@ -92,12 +92,16 @@ export const CompanySessionPageType = PageType(CompanySessionType, 'CompanySessi
 
 @Resolver()
 export class SecurityResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new SecurityResolver(identity.policyAdmin);
+
+  constructor(private readonly policies: SecurityPolicyService) {}
+
   @Query(() => SecurityPolicyType, {
     description:
       "The caller's company security policy (owners, admins, company API keys); a superadmin may name any company.",
   })
   securityPolicy(@Ctx() ctx: GraphQLContext, @Arg('companyId', () => ID, { nullable: true }) companyId?: string | null) {
-    return ctx.services.securityPolicy.get(ctx.principal, companyId);
+    return this.policies.get(ctx.principal, companyId);
   }
 
   @Mutation(() => SecurityPolicyType, {
@@ -108,7 +112,7 @@ export class SecurityResolver {
     @Ctx() ctx: GraphQLContext,
     @Arg('companyId', () => ID, { nullable: true }) companyId?: string | null,
   ) {
-    return ctx.services.securityPolicy.update(ctx.principal, { ...input }, ctx.meta, companyId);
+    return this.policies.update(ctx.principal, { ...input }, ctx.meta, companyId);
   }
 
   @Query(() => CompanySessionPageType, {
@@ -120,6 +124,6 @@ export class SecurityResolver {
     @Arg('perPage', () => Int, { defaultValue: COMPANY_SESSIONS_PER_PAGE }) perPage: number,
     @Arg('companyId', () => ID, { nullable: true }) companyId?: string | null,
   ) {
-    return ctx.services.securityPolicy.listSessions(ctx.principal, { ...checkPage(page, perPage), companyId });
+    return this.policies.listSessions(ctx.principal, { ...checkPage(page, perPage), companyId });
   }
 }

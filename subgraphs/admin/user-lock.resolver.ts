@@ -1,5 +1,6 @@
 import { Arg, Ctx, Field, ID, Int, Mutation, ObjectType, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../context';
+import type { IdentityApi, LoginThrottleService } from '../../src/domains/identity';
 
 @ObjectType('UserUnlock', { description: "The outcome of clearing a user's failed-login count" })
 export class UserUnlockType {
@@ -15,12 +16,16 @@ export class UserUnlockType {
 
 @Resolver()
 export class UserLockResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new UserLockResolver(identity.throttle);
+
+  constructor(private readonly throttle: LoginThrottleService) {}
+
   @Mutation(() => UserUnlockType, {
     description:
       "Ends a user's sign-in lock (or delay) after failed logins by clearing the count. Owners and admins of the " +
       "user's company, its API keys and superadmins; a user of another company is not_found.",
   })
   unlockUser(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.loginThrottle.unlockUser(ctx.principal, userId, ctx.meta);
+    return this.throttle.unlockUser(ctx.principal, userId, ctx.meta);
   }
 }

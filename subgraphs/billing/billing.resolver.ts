@@ -1,6 +1,8 @@
 import { Ctx, Directive, Field, FieldResolver, ID, Int, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { requireAuthenticated } from '../../src/auth/policy';
 import { AppError } from '../../src/errors/catalog';
+import type { BillingApi, PlanService } from '../../src/domains/billing';
+import type { IdentityApi, IdentityService } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
 
 @ObjectType('Plan', { description: 'A subscription plan' })
@@ -25,25 +27,38 @@ export class BillingCompany {
 
 @Resolver(() => BillingCompany)
 export class BillingCompanyResolver {
-  @FieldResolver(() => PlanType, { description: "The company's current plan" })
-  plan(@Root() company: { id: string }, @Ctx() ctx: GraphQLContext) {
-    // A cached plan needs no batching: answer it without a loader round (the usual `me` case).
-    const cached = ctx.services.plans.cachedPlanOf(company.id);
-    if (cached !== undefined) return knownPlan(cached);
-    return ctx.loaders.planByCompanyId.load(company.id).then(knownPlan);
-  }
-}
+  static from = ({ billing, identity }: { billing: BillingApi; identity: IdentityApi }) =>
+    new BillingCompanyResolver(billing.plans, identity.accounts);
 
-function knownPlan<T>(plan: T | null): T {
-  if (!plan) throw new AppError('not_found', 'The company has no known plan');
-  return plan;
+  constructor(
+    private readonly plans: PlanService,
+    private readonly accounts: IdentityService,
+  ) {}
+
+  /**
+   * Synchronous: the plan catalog and each company's plan id are read from
+   * memory while the database is unchanged (the profile's hot path). The
+   * company object carries its plan id in one process; behind a gateway the
+   * reference carries only the id.
+   */
+  @FieldResolver(() => PlanType, { description: "The company's current plan" })
+  plan(@Root() company: { id: string; planId?: string }) {
+    const planId = company.planId ?? this.accounts.planIdOf(company.id);
+    const plan = planId === null ? null : this.plans.plan(planId);
+    if (!plan) throw new AppError('not_found', 'The company has no known plan');
+    return plan;
+  }
 }
 
 @Resolver()
 export class PlanResolver {
+  static from = ({ billing }: { billing: BillingApi }) => new PlanResolver(billing.plans);
+
+  constructor(private readonly catalog: PlanService) {}
+
   @Query(() => [PlanType], { description: 'The plans on offer' })
   plans(@Ctx() ctx: GraphQLContext) {
     requireAuthenticated(ctx.principal);
-    return ctx.services.plans.list();
+    return this.catalog.list();
   }
 }

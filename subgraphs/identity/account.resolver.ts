@@ -1,10 +1,18 @@
 import { Arg, Ctx, Mutation, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../context';
+import type { AccountDeletionService, EmailChangeService, IdentityApi } from '../../src/domains/identity';
 import { AccountDeletionType, EmailChangeRequestType } from './account.types';
 
 /** Email change and account deletion: the sensitive steps need an authentication within 5 minutes (stepUp). */
 @Resolver()
 export class AccountResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new AccountResolver(identity.emailChange, identity.deletion);
+
+  constructor(
+    private readonly emailChange: EmailChangeService,
+    private readonly deletion: AccountDeletionService,
+  ) {}
+
   @Mutation(() => EmailChangeRequestType, {
     description:
       'Asks to change the email: mails a confirmation link to the new address and a notice to the current one. ' +
@@ -12,7 +20,7 @@ export class AccountResolver {
       'a newer request replaces a pending one.',
   })
   requestEmailChange(@Arg('newEmail', () => String) newEmail: string, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.emailChange.request(ctx.principal, newEmail, ctx.meta);
+    return this.emailChange.request(ctx.principal, newEmail, ctx.meta);
   }
 
   @Mutation(() => Boolean, {
@@ -21,13 +29,13 @@ export class AccountResolver {
       'it works once, until it expires. Invalid, used, replaced or expired: email_change_token_invalid.',
   })
   async confirmEmailChange(@Arg('token', () => String) token: string, @Ctx() ctx: GraphQLContext) {
-    await ctx.services.emailChange.confirm(token, ctx.meta);
+    await this.emailChange.confirm(token, ctx.meta);
     return true;
   }
 
   @Mutation(() => Boolean, { description: "Voids the caller's pending email change; false when there was none" })
   cancelEmailChange(@Ctx() ctx: GraphQLContext) {
-    return ctx.services.emailChange.cancel(ctx.principal, ctx.meta);
+    return this.emailChange.cancel(ctx.principal, ctx.meta);
   }
 
   @Mutation(() => AccountDeletionType, {
@@ -37,12 +45,12 @@ export class AccountResolver {
       'Asking again while scheduled answers the same date.',
   })
   requestAccountDeletion(@Ctx() ctx: GraphQLContext) {
-    return ctx.services.accountDeletion.request(ctx.principal, ctx.meta);
+    return this.deletion.request(ctx.principal, ctx.meta);
   }
 
   @Mutation(() => Boolean, { description: "Cancels the scheduled deletion of the caller's account; conflict when none is scheduled" })
   async cancelAccountDeletion(@Ctx() ctx: GraphQLContext) {
-    await ctx.services.accountDeletion.cancel(ctx.principal, ctx.meta);
+    await this.deletion.cancel(ctx.principal, ctx.meta);
     return true;
   }
 }

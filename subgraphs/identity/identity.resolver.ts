@@ -1,6 +1,6 @@
 import { Arg, Ctx, FieldResolver, Mutation, Query, Resolver, Root } from 'type-graphql';
 import type { GraphQLContext } from '../context';
-import type { User } from '../../src/domains/identity/user.entity';
+import type { AuthService, IdentityApi, IdentityService, User } from '../../src/domains/identity';
 import { AuthPayloadType, CompanyType, LoginInput, RefreshTokenInput, TokenPairType, UserType, ViewerType } from './types';
 
 /** The session cookie set by single sign-on; logout clears it. */
@@ -8,24 +8,31 @@ export const SESSION_COOKIE = 'service_token';
 
 @Resolver()
 export class AuthResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new AuthResolver(identity.accounts, identity.auth);
+
+  constructor(
+    private readonly accounts: IdentityService,
+    private readonly auth: AuthService,
+  ) {}
+
   @Query(() => ViewerType, { description: 'The caller: user and company, or the API key' })
   me(@Ctx() ctx: GraphQLContext) {
-    return ctx.services.identity.viewer(ctx.principal);
+    return this.accounts.viewer(ctx.principal);
   }
 
   @Mutation(() => AuthPayloadType, { description: 'Email and password sign-in' })
   login(@Arg('input', () => LoginInput) input: LoginInput, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.auth.login(input, ctx.meta);
+    return this.auth.login(input, ctx.meta);
   }
 
   @Mutation(() => TokenPairType, { description: 'Rotates a refresh token; the presented one stops working' })
   refreshToken(@Arg('input', () => RefreshTokenInput) input: RefreshTokenInput, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.auth.refresh(input.refreshToken, ctx.meta);
+    return this.auth.refresh(input.refreshToken, ctx.meta);
   }
 
   @Mutation(() => Boolean, { description: "Ends the caller's session and clears the session cookie" })
   async logout(@Ctx() ctx: GraphQLContext) {
-    await ctx.services.auth.logout(ctx.principal, ctx.meta);
+    await this.auth.logout(ctx.principal, ctx.meta);
     ctx.transport?.clearCookie(SESSION_COOKIE);
     return true;
   }
@@ -33,8 +40,16 @@ export class AuthResolver {
 
 @Resolver(() => UserType)
 export class UserResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new UserResolver(identity.accounts);
+
+  /** Batch functions of the request's loaders (stable, so each request batches them once). */
+  readonly companiesByIds = (ids: readonly string[]) => this.accounts.companiesByIds(ids);
+  readonly usersByIds = (ids: readonly string[]) => this.accounts.usersByIds(ids);
+
+  constructor(private readonly accounts: IdentityService) {}
+
   @FieldResolver(() => CompanyType)
   company(@Root() user: User, @Ctx() ctx: GraphQLContext) {
-    return ctx.loaders.companyById.load(user.company.id);
+    return ctx.loaders.of(this.companiesByIds).load(user.company.id);
   }
 }

@@ -1,5 +1,6 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../context';
+import type { IdentityApi, InvitationService } from '../../src/domains/identity';
 import { AuthPayloadType } from './types';
 
 @InputType('AcceptInvitationInput')
@@ -16,12 +17,16 @@ export class AcceptInvitationInput {
 
 @Resolver()
 export class InvitationAcceptResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new InvitationAcceptResolver(identity.invitations);
+
+  constructor(private readonly invitations: InvitationService) {}
+
   @Mutation(() => AuthPayloadType, {
     description:
       "Public: creates the invited user in the invitation's company with its role and signs them in. A bad, used, " +
       'revoked or expired token is invitation_invalid.',
   })
   acceptInvitation(@Arg('input', () => AcceptInvitationInput) input: AcceptInvitationInput, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.invitations.accept(input, ctx.meta);
+    return this.invitations.accept(input, ctx.meta);
   }
 }

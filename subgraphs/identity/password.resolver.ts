@@ -1,5 +1,6 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../context';
+import type { IdentityApi, PasswordResetService } from '../../src/domains/identity';
 
 @InputType('ResetPasswordInput')
 export class ResetPasswordInput {
@@ -12,13 +13,17 @@ export class ResetPasswordInput {
 
 @Resolver()
 export class PasswordResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new PasswordResolver(identity.passwordReset);
+
+  constructor(private readonly passwordReset: PasswordResetService) {}
+
   @Mutation(() => Boolean, {
     description:
       'Asks for a password reset link by mail. Always true, whether or not an account has this email: the link ' +
       'is mailed (valid 30 minutes by default, single use) only to an active account. Public.',
   })
   async requestPasswordReset(@Arg('email', () => String) email: string, @Ctx() ctx: GraphQLContext) {
-    await ctx.services.passwordReset.request(email, ctx.meta);
+    await this.passwordReset.request(email, ctx.meta);
     return true;
   }
 
@@ -28,7 +33,7 @@ export class PasswordResolver {
       'count is cleared. An invalid, expired or used token is password_reset_token_invalid. Public.',
   })
   async resetPassword(@Arg('input', () => ResetPasswordInput) input: ResetPasswordInput, @Ctx() ctx: GraphQLContext) {
-    await ctx.services.passwordReset.confirm({ token: input.token, newPassword: input.newPassword }, ctx.meta);
+    await this.passwordReset.confirm({ token: input.token, newPassword: input.newPassword }, ctx.meta);
     return true;
   }
 }

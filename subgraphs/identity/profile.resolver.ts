@@ -1,5 +1,6 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
 import type { GraphQLContext } from '../context';
+import type { IdentityApi, ProfileService } from '../../src/domains/identity';
 import { UserType } from './types';
 
 @InputType('UpdateProfileInput')
@@ -13,8 +14,12 @@ export class UpdateProfileInput {
 
 @Resolver()
 export class ProfileResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new ProfileResolver(identity.profiles);
+
+  constructor(private readonly profiles: ProfileService) {}
+
   @Mutation(() => UserType, { description: "Updates the signed-in caller's own profile; a company API key has none (forbidden)" })
   updateMyProfile(@Arg('input', () => UpdateProfileInput) input: UpdateProfileInput, @Ctx() ctx: GraphQLContext) {
-    return ctx.services.profiles.update(ctx.principal, { name: input.name }, ctx.meta);
+    return this.profiles.update(ctx.principal, { name: input.name }, ctx.meta);
   }
 }

@@ -2,11 +2,15 @@ import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import { checkPage } from '../../src/pagination';
 import type { GraphQLContext } from '../context';
 import { SESSION_COOKIE } from './identity.resolver';
-import { SESSIONS_PER_PAGE } from '../../src/domains/identity/session.service';
+import { SESSIONS_PER_PAGE, type IdentityApi, type SessionService } from '../../src/domains/identity';
 import { SessionPageType } from './session.types';
 
 @Resolver()
 export class SessionResolver {
+  static from = ({ identity }: { identity: IdentityApi }) => new SessionResolver(identity.sessions);
+
+  constructor(private readonly sessions: SessionService) {}
+
   @Query(() => SessionPageType, {
     description: "The caller's active sessions, newest first; `current` marks this request's own. " +
       'Signed-in users only: a company API key has no sessions (forbidden).',
@@ -16,7 +20,7 @@ export class SessionResolver {
     @Arg('page', () => Int, { defaultValue: 1 }) page: number,
     @Arg('perPage', () => Int, { defaultValue: SESSIONS_PER_PAGE }) perPage: number,
   ) {
-    return ctx.services.sessions.list(ctx.principal, checkPage(page, perPage));
+    return this.sessions.list(ctx.principal, checkPage(page, perPage));
   }
 
   @Mutation(() => Boolean, {
@@ -25,7 +29,7 @@ export class SessionResolver {
       'An id that is not an active session of the caller answers not_found.',
   })
   async revokeSession(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
-    await ctx.services.sessions.revoke(ctx.principal, id, ctx.meta);
+    await this.sessions.revoke(ctx.principal, id, ctx.meta);
     if (ctx.principal.kind === 'user' && id === ctx.principal.sessionId) ctx.transport?.clearCookie(SESSION_COOKIE);
     return true;
   }
@@ -34,7 +38,7 @@ export class SessionResolver {
     description: "Ends every active session of the caller, this one included; returns how many were ended",
   })
   async revokeAllSessions(@Ctx() ctx: GraphQLContext) {
-    const count = await ctx.services.sessions.revokeAll(ctx.principal, ctx.meta);
+    const count = await this.sessions.revokeAll(ctx.principal, ctx.meta);
     ctx.transport?.clearCookie(SESSION_COOKIE);
     return count;
   }

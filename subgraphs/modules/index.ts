@@ -1,13 +1,15 @@
-import type { SubgraphDefinition } from '../build-subgraph';
+import { defineSubgraph } from '../build-subgraph';
+import { catalogDomain } from '../../src/domains/catalog';
 import { canSeeCompany, type GraphQLContext } from '../context';
 import { ModelResolver, ModulesCompany, ModulesCompanyResolver } from './modules.resolver';
 
-export const modulesSubgraph: SubgraphDefinition = {
+export const modulesSubgraph = defineSubgraph({
   name: 'modules',
+  domains: [catalogDomain],
   resolvers: [ModelResolver, ModulesCompanyResolver],
   orphanedTypes: [ModulesCompany],
   references: {
     Company: (ref: { id: string }, ctx: GraphQLContext) => (canSeeCompany(ctx, ref.id) ? { id: ref.id } : null),
-    Model: (ref: { id: string }, ctx: GraphQLContext) => ctx.services.catalog.availableModel(ref.id),
+    Model: (ref: { id: string }, ctx: GraphQLContext) => ctx.container.get(ModelResolver).catalog.availableModel(ref.id),
   },
-};
+});

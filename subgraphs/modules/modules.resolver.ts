@@ -1,6 +1,7 @@
 import { Ctx, Directive, Field, FieldResolver, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
 import { requireAuthenticated } from '../../src/auth/policy';
 import type { GraphQLContext } from '../context';
+import type { CatalogApi, CatalogService } from '../../src/domains/catalog';
 
 @Directive('@key(fields: "id")')
 @ObjectType('Model', { description: 'An AI model of the catalog' })
@@ -34,17 +35,25 @@ export class ModulesCompany {
 
 @Resolver()
 export class ModelResolver {
+  static from = ({ catalog }: { catalog: CatalogApi }) => new ModelResolver(catalog.models);
+
+  constructor(readonly catalog: CatalogService) {}
+
   @Query(() => [ModelType], { description: 'All models that are not blocked' })
   models(@Ctx() ctx: GraphQLContext) {
     requireAuthenticated(ctx.principal);
-    return ctx.services.catalog.availableModels();
+    return this.catalog.availableModels();
   }
 }
 
 @Resolver(() => ModulesCompany)
 export class ModulesCompanyResolver {
+  static from = ({ catalog }: { catalog: CatalogApi }) => new ModulesCompanyResolver(catalog.models);
+
+  constructor(private readonly catalog: CatalogService) {}
+
   @FieldResolver(() => [ModelType], { description: 'Models the company may use' })
-  availableModels(@Ctx() ctx: GraphQLContext) {
-    return ctx.services.catalog.availableModels();
+  availableModels() {
+    return this.catalog.availableModels();
   }
 }

@@ -5,6 +5,7 @@ import { actorOf } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { AuditEvent, type ActorType } from './audit-event.entity';
 import { currentEm } from '../../db/unit-of-work';
+import type { Page } from '../../pagination';
 
 export interface AuditEntry {
   action: string;
@@ -16,13 +17,6 @@ export interface AuditEntry {
   targetType?: string;
   targetId?: string;
   data?: Record<string, unknown>;
-}
-
-export interface Page<T> {
-  items: T[];
-  page: number;
-  perPage: number;
-  total: number;
 }
 
 export class AuditService {
@@ -51,6 +45,11 @@ export class AuditService {
     await em.flush();
     this.bus.publish('audit.recorded', event);
     return event;
+  }
+
+  /** The company's audit entries as they are recorded, live (the `auditEvents` subscription). */
+  follow(companyId: string): AsyncIterableIterator<AuditEvent> {
+    return this.bus.iterate('audit.recorded', (event) => event.companyId === companyId);
   }
 
   /** The company's audit log, newest first. */

@@ -1,7 +1,7 @@
 import type { Orm } from '../../db/orm';
 import type { ReadStore } from '../../db/read-store';
 import { Model } from './model.entity';
-import { AppError } from '../../errors/catalog';
+import { AppError, isAppError } from '../../errors/catalog';
 import { currentEm } from '../../db/unit-of-work';
 
 export type ModelView = Pick<Model, 'id' | 'displayName' | 'provider' | 'family' | 'creditCost' | 'contextLength'>;
@@ -38,25 +38,31 @@ export class CatalogService {
   ) {}
 
   /** Models callers may use: every model not blocked by an administrator. */
-  async availableModels(): Promise<ModelView[]> {
+  availableModels(): ModelView[] {
     return this.reads.all<ModelRow>(`${MODEL_SELECT} where blocked = 0 order by provider, display_name`).map(modelView);
   }
 
-  async availableModel(id: string): Promise<ModelView | null> {
-    const row = this.reads.get<ModelRow>(`${MODEL_SELECT} where id = ? and blocked = 0`, id);
-    return row ? modelView(row) : null;
-  }
-
   /**
-   * The check every feature that runs a model makes first: an unknown id is
-   * 404 model_not_found, a blocked one 422 model_blocked (read via the read
-   * store, so a block bites on the next request).
+   * The one decision on whether a named model may be used, made before any
+   * feature runs a model: an unknown id is 404 model_not_found, a blocked one
+   * 422 model_blocked (read via the read store, so a block bites on the next
+   * request).
    */
-  async requireUsable(modelId: string): Promise<ModelView> {
+  requireUsable(modelId: string): ModelView {
     const row = this.reads.get<ModelRow & { blocked: number }>(`${MODEL_SELECT.replace(' from', ', blocked from')} where id = ?`, modelId);
     if (!row) throw new AppError('model_not_found', `No model ${modelId} in the catalog`);
     if (row.blocked) throw new AppError('model_blocked', `The model ${modelId} has been blocked by an administrator`);
     return modelView(row);
+  }
+
+  /** The same decision for callers that answer a refused model as absent (federation's `_entities`). */
+  availableModel(id: string): ModelView | null {
+    try {
+      return this.requireUsable(id);
+    } catch (error) {
+      if (isAppError(error)) return null;
+      throw error;
+    }
   }
 
   /** Inserts catalog entries that are missing; never overwrites an administrator's edits. */

@@ -1,15 +1,16 @@
 import type { EntityManager } from '@mikro-orm/better-sqlite';
 import type { Orm } from '../../db/orm';
-import type { Config } from '../../config';
+import type { IdentitySettings } from './config';
 import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
 import { requireUser } from '../../auth/policy';
-import { requireRecentAuthentication } from '../../auth/step-up';
+import { requireRecentAuthentication } from './recent-authentication';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { currentEm, runInUnitOfWork } from '../../db/unit-of-work';
-import { stderrLogger, type MailLogger, type Mailer } from '../../mail/mailer';
-import { accountDeleted, accountDeletionCancelled, accountDeletionScheduled } from '../../mail/templates';
-import type { AuditService } from '../audit/audit.service';
+import type { Mailer } from '../../mail/mailer';
+import type { Logger } from '../../kernel/logger';
+import { accountDeleted, accountDeletionCancelled, accountDeletionScheduled } from './mail';
+import type { AuditService } from '../audit';
 import { User } from './user.entity';
 
 /** The web-app page the "cancel the deletion" link of the mail opens (it calls DELETE /me/deletion once signed in). */
@@ -59,11 +60,11 @@ export class AccountDeletionService {
 
   constructor(
     private readonly orm: Orm,
-    private readonly config: Config,
+    private readonly config: IdentitySettings,
     private readonly bus: EventBus,
     private readonly audit: AuditService,
     private readonly mailer: Mailer,
-    private readonly logger: MailLogger = stderrLogger(config.logLevel),
+    private readonly logger: Logger,
   ) {}
 
   async request(principal: Principal, meta: RequestMeta): Promise<DeletionSchedule> {

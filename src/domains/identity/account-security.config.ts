@@ -1,6 +1,8 @@
+import { int, type Env } from '../../env';
+
 /**
  * Brute-force protection of password sign-in and password reset by mail
- * (read by src/config.ts). The README's configuration table lists these.
+ * (assembled by ./config.ts). The README's configuration table lists these.
  */
 
 /** Per-address throttling of failed password logins (login-throttle.service.ts). */
@@ -25,16 +27,6 @@ export interface PasswordResetConfig {
   ttlMinutes: number;
   /** Reset mails per user and hour through the public request (further requests are answered alike and send nothing). */
   mailsPerHour: number;
-}
-
-type Env = Record<string, string | undefined>;
-
-function int(env: Env, name: string, fallback: number, min: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
-  return value;
 }
 
 export function loadLoginThrottleConfig(env: Env): LoginThrottleConfig {

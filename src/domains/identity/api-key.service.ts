@@ -2,7 +2,7 @@ import type { Orm } from '../../db/orm';
 import { AppError } from '../../errors/catalog';
 import { newCompanyApiKey, sha256Hex } from '../../auth/tokens';
 import type { Principal, RequestMeta } from '../../auth/principal';
-import type { AuditService } from '../audit/audit.service';
+import type { AuditService } from '../audit';
 import { ApiKey } from './api-key.entity';
 import { Company } from './company.entity';
 import { currentEm } from '../../db/unit-of-work';

@@ -1,12 +1,12 @@
 import type { Orm } from '../../db/orm';
-import type { Config } from '../../config';
+import type { IdentitySettings } from './config';
 import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
 import { dummyPasswordHash, verifyPassword } from '../../auth/password';
 import { AccessTokens, COMPANY_KEY_PREFIX, newRefreshToken, sha256Hex } from '../../auth/tokens';
 import { requireAuthenticated } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
-import type { AuditService } from '../audit/audit.service';
+import type { AuditService } from '../audit';
 import type { MfaService } from './mfa.service';
 import type { LoginThrottleService } from './login-throttle.service';
 import { ApiKey } from './api-key.entity';
@@ -15,7 +15,7 @@ import { Session } from './session.entity';
 import { User } from './user.entity';
 import { normalizeEmail } from './identity.service';
 import { currentEm } from '../../db/unit-of-work';
-import { idleTimeoutMs, keyAgeRefusal, type CompiledPolicy, type SecurityPolicyService } from '../admin/security-policy.service';
+import { idleTimeoutMs, keyAgeRefusal, type CompiledPolicy, type SecurityPolicyEnforcer } from './security-policy.enforcer';
 
 export interface TokenPair {
   accessToken: string;
@@ -54,14 +54,14 @@ export class AuthService {
 
   constructor(
     private readonly orm: Orm,
-    private readonly config: Config,
+    private readonly config: IdentitySettings,
     private readonly bus: EventBus,
     private readonly audit: AuditService,
     readonly tokens: AccessTokens,
     private readonly mfa: MfaService,
     private readonly loginThrottle: LoginThrottleService,
     /** Company security policies: session idle timeout and API key maximum age. */
-    private readonly policies?: SecurityPolicyService,
+    private readonly policies: SecurityPolicyEnforcer,
   ) {
     bus.subscribe('session.revoked', ({ sessionId }) => this.sessions.delete(sessionId));
     bus.subscribe('user.changed', ({ userId }) => {
@@ -95,7 +95,7 @@ export class AuthService {
     // Only after the password: mfa_required never tells a guesser that an email exists.
     await this.mfa.checkSecondFactor(user, input.totpCode, meta, 'login');
     if (user.status !== 'active') {
-      throw new AppError('forbidden', 'This account is suspended; contact your administrator');
+      throw new AppError('account_suspended', 'This account is suspended; contact your administrator');
     }
 
     return this.startSession(user, meta, 'password');
@@ -224,22 +224,22 @@ export class AuthService {
       const cached = this.keys.get(sha256Hex(credential));
       if (!cached || cached.until <= now) return undefined;
       const policy = this.cachedPolicy(cached.value.companyId);
-      if (policy === undefined || (policy && keyAgeRefusal(policy, cached.stamp!, now))) return undefined;
+      if (policy === undefined || keyAgeRefusal(policy, cached.stamp!, now)) return undefined;
       return cached.value;
     }
     const claims = this.tokens.cachedClaims(credential, now);
     const cached = claims && this.sessions.get(claims.sid);
     if (!cached || cached.until <= now || cached.sessionExpiresAt! <= now) return undefined;
     const policy = this.cachedPolicy(cached.value.companyId);
-    if (policy === undefined || (policy && this.idleFor(policy, cached.value.sessionId, cached.stamp!, now))) return undefined;
+    if (policy === undefined || this.idleFor(policy, cached.value.sessionId, cached.stamp!, now)) return undefined;
     this.markActive(cached.value.sessionId, now);
     this.touch(Session, cached.value.sessionId, 'lastSeenAt', now);
     return cached.value;
   }
 
-  /** The cached policy; null when no policy service is wired (nothing to check), undefined when not cached yet. */
-  private cachedPolicy(companyId: string): CompiledPolicy | null | undefined {
-    return this.policies ? this.policies.cachedPolicy(companyId) : null;
+  /** The cached policy; undefined when not cached yet. */
+  private cachedPolicy(companyId: string): CompiledPolicy | undefined {
+    return this.policies.cachedPolicy(companyId);
   }
 
   /** Resolves a Bearer credential (access token or company key) to a principal, or throws. */
@@ -290,7 +290,7 @@ export class AuthService {
     const now = Date.now();
     const cached = this.keys.get(keyHash);
     if (cached && cached.until > now) {
-      await this.policies?.checkKeyAge(cached.value.companyId, cached.stamp!, now);
+      await this.policies.checkKeyAge(cached.value.companyId, cached.stamp!, now);
       return cached.value;
     }
     const apiKey = await currentEm(this.orm).findOne(ApiKey, { keyHash, revokedAt: null });
@@ -302,7 +302,7 @@ export class AuthService {
       role: 'admin',
       name: apiKey.name,
     };
-    await this.policies?.checkKeyAge(principal.companyId, apiKey.createdAt.getTime(), now);
+    await this.policies.checkKeyAge(principal.companyId, apiKey.createdAt.getTime(), now);
     this.keys.set(keyHash, { value: principal, until: now + CACHE_MS, stamp: apiKey.createdAt.getTime() });
     this.touch(ApiKey, apiKey.id, 'lastUsedAt', now);
     return principal;
@@ -323,7 +323,6 @@ export class AuthService {
    * so a cached session is judged as exactly as an uncached one.
    */
   private async checkIdle(sessionId: string, userId: string, companyId: string, stamp: number, now: number): Promise<void> {
-    if (!this.policies) return;
     const policy = await this.policies.policyOf(companyId);
     if (!this.idleFor(policy, sessionId, stamp, now)) return;
     const timeout = idleTimeoutMs(policy)!;

@@ -1,15 +1,15 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
-import type { Config } from '../../config';
+import type { IdentitySettings } from './config';
 import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
 import { requireUser } from '../../auth/policy';
-import { requireRecentAuthentication } from '../../auth/step-up';
+import { requireRecentAuthentication } from './recent-authentication';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { currentEm } from '../../db/unit-of-work';
 import type { Mailer } from '../../mail/mailer';
-import { emailChangeRequested, emailVerification } from '../../mail/templates';
-import type { AuditService } from '../audit/audit.service';
+import { emailChangeRequested, emailVerification } from './mail';
+import type { AuditService } from '../audit';
 import { normalizeEmail } from './identity.service';
 import { consumeOneTimeToken, invalidateOneTimeTokens, issueOneTimeToken, peekOneTimeToken } from './one-time-tokens';
 import { PASSWORD_RESET_PURPOSE } from './password-reset.service';
@@ -50,7 +50,7 @@ export interface PendingEmailChange {
 export class EmailChangeService {
   constructor(
     private readonly orm: Orm,
-    private readonly config: Config,
+    private readonly config: IdentitySettings,
     private readonly bus: EventBus,
     private readonly audit: AuditService,
     private readonly mailer: Mailer,

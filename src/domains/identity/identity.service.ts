@@ -1,10 +1,10 @@
 import type { Orm } from '../../db/orm';
-import type { Config } from '../../config';
+import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { hashPassword } from '../../auth/password';
 import type { Principal } from '../../auth/principal';
 import { requireAuthenticated } from '../../auth/policy';
-import type { AuditService } from '../audit/audit.service';
+import type { AuditService } from '../audit';
 import { Company } from './company.entity';
 import { User, type Role, type UserStatus } from './user.entity';
 import { toDate, VersionedCache, type ReadStore } from '../../db/read-store';
@@ -76,14 +76,22 @@ const VIEWER_COLUMNS = 'c.id as company_id, c.name as company_name, c.plan_id, c
 export class IdentityService {
   /** Built viewers by user or key id, until the next write to the database. */
   private readonly viewers: VersionedCache<Viewer | null>;
+  /** Each company's plan id, until the next write to the database. */
+  private readonly planIds: VersionedCache<string | null>;
 
   constructor(
     private readonly orm: Orm,
     private readonly reads: ReadStore,
-    private readonly config: Config,
+    private readonly config: IdentitySettings,
     private readonly audit: AuditService,
   ) {
     this.viewers = new VersionedCache(reads);
+    this.planIds = new VersionedCache(reads);
+  }
+
+  /** The plan a company is on (null: no such company); from memory while the database is unchanged. */
+  planIdOf(companyId: string): string | null {
+    return this.planIds.get(companyId, () => this.reads.get<{ plan_id: string }>('select plan_id from companies where id = ?', companyId)?.plan_id ?? null);
   }
 
   /** Creates a company and its first owner (CLI and first-start bootstrap). */

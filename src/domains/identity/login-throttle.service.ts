@@ -5,7 +5,7 @@ import { AppError } from '../../errors/catalog';
 import { requireCompanyAdmin } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { currentEm } from '../../db/unit-of-work';
-import type { AuditService } from '../audit/audit.service';
+import type { AuditService } from '../audit';
 import type { LoginThrottleConfig } from './account-security.config';
 import { LoginThrottle } from './login-throttle.entity';
 import { User } from './user.entity';

@@ -5,10 +5,10 @@ import type { Orm } from '../../db/orm';
 import { AppError } from '../../errors/catalog';
 import type { SecretBox } from '../../crypto/secret-box';
 import { requireUser } from '../../auth/policy';
-import { requireRecentAuthentication } from '../../auth/step-up';
+import { requireRecentAuthentication } from './recent-authentication';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { currentEm } from '../../db/unit-of-work';
-import type { AuditService } from '../audit/audit.service';
+import type { AuditService } from '../audit';
 import { MfaRecoveryCode } from './mfa-recovery-code.entity';
 import { User } from './user.entity';
 

@@ -1,20 +1,21 @@
 import type { Orm } from '../../db/orm';
-import type { Config } from '../../config';
+import type { IdentitySettings } from './config';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { hashPassword } from '../../auth/password';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { currentEm, runInUnitOfWork } from '../../db/unit-of-work';
-import type { Mailer, MailLogger } from '../../mail/mailer';
-import { passwordReset } from '../../mail/templates';
-import type { AuditService } from '../audit/audit.service';
+import type { Mailer } from '../../mail/mailer';
+import type { Logger } from '../../kernel/logger';
+import { passwordReset } from './mail';
+import type { AuditService } from '../audit';
 import type { LoginThrottleService } from './login-throttle.service';
 import type { SessionService } from './session.service';
 import { OneTimeToken } from './one-time-token.entity';
 import { consumeOneTimeToken, invalidateOneTimeTokens, issueOneTimeToken, peekOneTimeToken, sweepOneTimeTokens } from './one-time-tokens';
 import { User } from './user.entity';
 import { MIN_PASSWORD_LENGTH, normalizeEmail } from './identity.service';
-import type { SecurityPolicyService } from '../admin/security-policy.service';
+import type { SecurityPolicyEnforcer } from './security-policy.enforcer';
 
 export const PASSWORD_RESET_PURPOSE = 'password_reset';
 /** Longest password accepted (as at login). */
@@ -49,21 +50,16 @@ export class PasswordResetService {
 
   constructor(
     private readonly orm: Orm,
-    private readonly config: Config,
+    private readonly config: IdentitySettings,
     private readonly bus: EventBus,
     private readonly audit: AuditService,
     private readonly mailer: Mailer,
     private readonly sessions: SessionService,
     private readonly loginThrottle: LoginThrottleService,
-    private logger: MailLogger,
+    private readonly logger: Logger,
     /** The company's minimum password length (security policy). */
-    private readonly policies?: SecurityPolicyService,
+    private readonly policies: SecurityPolicyEnforcer,
   ) {}
-
-  /** Logs background failures through the host's logger from now on. */
-  useLogger(logger: MailLogger): void {
-    this.logger = logger;
-  }
 
   /**
    * Accepts a reset request for `email`. Returns before anything about the
@@ -105,7 +101,7 @@ export class PasswordResetService {
     const found = await peekOneTimeToken(em, PASSWORD_RESET_PURPOSE, input.token);
     if (!found) throw invalidToken();
     const companyId = (await em.findOne(User, { id: found.user.id }))?.company.id;
-    if (companyId) await this.policies?.checkPasswordLength(companyId, input.newPassword, ['body', 'new_password']);
+    if (companyId) await this.policies.checkPasswordLength(companyId, input.newPassword, ['body', 'new_password']);
     const passwordHash = await hashPassword(input.newPassword, this.config.scryptCost);
     const now = new Date();
     const user = await em.transactional(async (tx) => {

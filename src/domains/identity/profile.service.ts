@@ -4,7 +4,7 @@ import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { requireUser } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { currentEm } from '../../db/unit-of-work';
-import type { AuditService } from '../audit/audit.service';
+import type { AuditService } from '../audit';
 import { User } from './user.entity';
 
 export const MAX_NAME_LENGTH = 200;

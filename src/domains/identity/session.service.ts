@@ -5,7 +5,8 @@ import { AppError } from '../../errors/catalog';
 import { requireUser } from '../../auth/policy';
 import type { Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
 import { currentEm } from '../../db/unit-of-work';
-import type { AuditService, Page } from '../audit/audit.service';
+import type { AuditService } from '../audit';
+import type { Page } from '../../pagination';
 import { Session } from './session.entity';
 import { describeUserAgent } from './user-agent';
 

@@ -1,5 +1,5 @@
 /**
- * Single sign-on settings (read by src/config.ts). Two providers: `google`
+ * Single sign-on settings (assembled by ./config.ts). Two providers: `google`
  * (consumer accounts) and `microsoft` (workplace accounts, multi-tenant).
  */
 export const ssoProviderNames = ['google', 'microsoft'] as const;
@@ -48,7 +48,7 @@ export function checkIssuerUrl(name: string, value: string): void {
   throw new Error(`${name} must be an https URL (plain http only on a loopback host), got "${value}"`);
 }
 
-type Env = Record<string, string | undefined>;
+import type { Env } from '../../env';
 
 function provider(env: Env, name: SsoProviderName): SsoProviderConfig {
   const prefix = `SSO_${name.toUpperCase()}_`;

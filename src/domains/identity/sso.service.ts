@@ -1,14 +1,14 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Orm } from '../../db/orm';
-import type { Config } from '../../config';
+import type { IdentitySettings } from './config';
 import { AppError } from '../../errors/catalog';
 import { hashPassword } from '../../auth/password';
 import { sha256Hex } from '../../auth/tokens';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { requireAuthenticated } from '../../auth/policy';
-import { STEP_UP_MAX_AGE_SECONDS } from '../../auth/step-up';
+import { STEP_UP_MAX_AGE_SECONDS } from './recent-authentication';
 import { currentEm } from '../../db/unit-of-work';
-import type { AuditService } from '../audit/audit.service';
+import type { AuditService } from '../audit';
 import type { AuthService } from './auth.service';
 import type { SessionCookieService } from './session-cookie.service';
 import type { MfaService } from './mfa.service';
@@ -21,7 +21,7 @@ import { SsoMfaChallenge } from './sso-mfa-challenge.entity';
 import { Session } from './session.entity';
 import { UserIdentity } from './user-identity.entity';
 import { Invitation } from './invitation.entity';
-import type { SecurityPolicyService } from '../admin/security-policy.service';
+import type { SecurityPolicyEnforcer } from './security-policy.enforcer';
 import { Company } from './company.entity';
 import { User } from './user.entity';
 
@@ -153,14 +153,14 @@ export class SsoService {
 
   constructor(
     private readonly orm: Orm,
-    private readonly config: Config,
+    private readonly config: IdentitySettings,
     private readonly audit: AuditService,
     private readonly auth: AuthService,
     private readonly cookies: SessionCookieService,
     private readonly mfa: MfaService,
     private readonly stepUp: StepUpService,
     /** Company security policies: allowed providers and SSO sign-up email domains. */
-    private readonly policies?: SecurityPolicyService,
+    private readonly policies: SecurityPolicyEnforcer,
   ) {}
 
   /**
@@ -575,7 +575,7 @@ export class SsoService {
    * a sign-up through an invitation also needs an allowed email domain.
    */
   private async assertPolicyAllows(companyId: string, provider: SsoProviderName, email: string, signUp = false): Promise<void> {
-    const refusal = await this.policies?.ssoRefusal(companyId, provider, signUp ? email : undefined);
+    const refusal = await this.policies.ssoRefusal(companyId, provider, signUp ? email : undefined);
     if (refusal) throw new SsoRefusal(refusal.reason, refusal.error, { companyId, email });
   }
 
@@ -667,7 +667,7 @@ function subjectOf(provider: SsoProviderName, claims: IdTokenClaims): string {
 
 function assertActive(user: User): void {
   if (user.status === 'active') return;
-  throw new SsoRefusal('user_suspended', new AppError('forbidden', 'This account is suspended; contact your administrator'), {
+  throw new SsoRefusal('user_suspended', new AppError('account_suspended', 'This account is suspended; contact your administrator'), {
     companyId: user.company.id,
     email: user.email,
   });

@@ -1,9 +1,9 @@
 import { DateTimeType, Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
+import { roles, type Role } from '../../auth/principal';
 import { Company } from './company.entity';
 
-export const roles = ['owner', 'admin', 'member'] as const;
-export type Role = (typeof roles)[number];
+export { roles, type Role };
 export const userStatuses = ['active', 'suspended'] as const;
 export type UserStatus = (typeof userStatuses)[number];
 

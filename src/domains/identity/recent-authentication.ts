@@ -1,8 +1,8 @@
-import type { Orm } from '../db/orm';
-import { AppError } from '../errors/catalog';
-import { Session } from '../domains/identity/session.entity';
-import { requireAuthenticated } from './policy';
-import type { Principal, UserPrincipal } from './principal';
+import type { Orm } from '../../db/orm';
+import { AppError } from '../../errors/catalog';
+import { Session } from './session.entity';
+import { requireAuthenticated } from '../../auth/policy';
+import type { Principal, UserPrincipal } from '../../auth/principal';
 
 /** Sensitive operations need an authentication (login or step-up) this recent. */
 export const STEP_UP_MAX_AGE_SECONDS = 5 * 60;

@@ -1,5 +1,5 @@
-import type { ReadStore } from '../db/read-store';
-import { CURRENT_API_VERSION } from '../version';
+import type { ReadStore } from '../../db/read-store';
+import { CURRENT_API_VERSION } from '../../version';
 
 export interface Health {
   status: 'ok' | 'degraded';

@@ -14,7 +14,7 @@ export interface ConnectorsConfig {
   testTimeoutMs: number;
 }
 
-type Env = Record<string, string | undefined>;
+import { bool, type Env } from '../../env';
 
 export const DEFAULT_GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
 export const DEFAULT_MICROSOFT_TOKEN_URL = 'https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token';
@@ -34,16 +34,10 @@ function url(env: Env, name: string, fallback: string): string {
 }
 
 export function loadConnectorsConfig(env: Env): ConnectorsConfig {
-  const raw = env.CONNECTOR_ALLOW_LOOPBACK ?? '';
-  let allowLoopback = false;
-  if (/^(1|true|yes|on)$/i.test(raw)) allowLoopback = true;
-  else if (raw !== '' && !/^(0|false|no|off)$/i.test(raw)) {
-    throw new Error(`CONNECTOR_ALLOW_LOOPBACK must be true or false, got "${raw}"`);
-  }
   return {
     googleTokenUrl: url(env, 'CONNECTOR_GOOGLE_TOKEN_URL', DEFAULT_GOOGLE_TOKEN_URL),
     microsoftTokenUrl: url(env, 'CONNECTOR_MICROSOFT_TOKEN_URL', DEFAULT_MICROSOFT_TOKEN_URL),
-    allowLoopback,
+    allowLoopback: bool(env, 'CONNECTOR_ALLOW_LOOPBACK', false),
     testTimeoutMs: 5000,
   };
 }

@@ -6,9 +6,9 @@ import type { Principal, RequestMeta } from '../../auth/principal';
 import { currentEm } from '../../db/unit-of-work';
 import type { SecretBox } from '../../crypto/secret-box';
 import { guardedRequest, SsrfBlockedError, type Resolver } from '../../net/ssrf-guard';
-import type { AuditService } from '../audit/audit.service';
-import { Company } from '../identity/company.entity';
-import type { ConnectorsConfig } from './connectors.config';
+import type { AuditService } from '../audit';
+import { Company, type CompanyAdminService } from '../identity';
+import type { ConnectorsConfig } from './config';
 import { ConnectorConfig } from './connector-config.entity';
 
 /** The two cloud-storage connectors: consumer accounts (Google) and workplace accounts (Microsoft). */
@@ -119,6 +119,7 @@ export class ConnectorService {
     private readonly audit: AuditService,
     private readonly secretBox: SecretBox,
     private readonly config: ConnectorsConfig,
+    private readonly companies: CompanyAdminService,
     /** Tests inject a resolver to simulate DNS answers; default: the system resolver. */
     private readonly resolve?: Resolver,
   ) {}
@@ -297,16 +298,8 @@ export class ConnectorService {
   }
 
   /** The caller's own company (owners, admins, company keys), or any company for a superadmin. */
-  private async targetCompany(principal: Principal, companyId?: string | null): Promise<string> {
-    const caller = requireAuthenticated(principal);
-    const superadmin = caller.kind === 'user' && caller.isSuperadmin;
-    if (companyId && companyId !== caller.companyId) {
-      if (!superadmin) throw new AppError('forbidden', "Only a superadmin may manage another company's connectors");
-      if (!(await currentEm(this.orm).count(Company, { id: companyId }))) throw new AppError('not_found', 'No such company');
-      return companyId;
-    }
-    if (!superadmin && caller.role !== 'admin' && caller.role !== 'owner') throw new AppError('forbidden', 'Admin role required');
-    return caller.companyId;
+  private targetCompany(principal: Principal, companyId?: string | null): Promise<string> {
+    return this.companies.managedCompanyId(principal, companyId, 'connectors');
   }
 }
 

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/better-sqlite';
 import type { Orm } from '../../db/orm';
-import type { Config } from '../../config';
+import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { hashPassword } from '../../auth/password';
 import { requireCompanyAdmin } from '../../auth/policy';
@@ -9,15 +9,16 @@ import { sha256Hex } from '../../auth/tokens';
 import { checkPage } from '../../pagination';
 import { currentEm } from '../../db/unit-of-work';
 import type { Mailer } from '../../mail/mailer';
-import { invitation as invitationMail } from '../../mail/templates';
-import type { AuditService, Page } from '../audit/audit.service';
-import type { AuthService, LoginResult } from '../identity/auth.service';
-import { MIN_PASSWORD_LENGTH, normalizeEmail } from '../identity/identity.service';
-import type { SecurityPolicyService } from './security-policy.service';
-import { Invitation, invitationStatuses, type InvitationStatus } from '../identity/invitation.entity';
-import { newOneTimeToken } from '../identity/one-time-tokens';
-import { Company } from '../identity/company.entity';
-import { roles, User, type Role } from '../identity/user.entity';
+import { invitation as invitationMail } from './mail';
+import type { AuditService } from '../audit';
+import type { Page } from '../../pagination';
+import type { AuthService, LoginResult } from './auth.service';
+import { MIN_PASSWORD_LENGTH, normalizeEmail } from './identity.service';
+import type { SecurityPolicyEnforcer } from './security-policy.enforcer';
+import { Invitation, invitationStatuses, type InvitationStatus } from './invitation.entity';
+import { newOneTimeToken } from './one-time-tokens';
+import { Company } from './company.entity';
+import { roles, User, type Role } from './user.entity';
 
 /** Where the mailed link points: the web app, which posts the token to /invitations/accept. */
 export const ACCEPT_INVITATION_PATH = '/app/accept-invitation';
@@ -80,11 +81,11 @@ export interface BulkInvitationResult {
 export class InvitationService {
   constructor(
     private readonly orm: Orm,
-    private readonly config: Config,
+    private readonly config: IdentitySettings,
     private readonly audit: AuditService,
     private readonly mailer: Mailer,
     private readonly auth: AuthService,
-    private readonly securityPolicy: SecurityPolicyService,
+    private readonly securityPolicy: SecurityPolicyEnforcer,
   ) {}
 
   /** Invites one address into the caller's company; mails the link. */

@@ -8,16 +8,17 @@ import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../
 import { currentEm } from '../../db/unit-of-work';
 import { checkPage } from '../../pagination';
 import type { Mailer } from '../../mail/mailer';
-import { mfaDisabledByAdmin } from '../../mail/templates';
-import type { AuditService, Page } from '../audit/audit.service';
-import { ApiKey } from '../identity/api-key.entity';
-import { Session } from '../identity/session.entity';
-import { User, roles, userStatuses, type Role, type UserStatus } from '../identity/user.entity';
-import type { SessionService, SessionView } from '../identity/session.service';
-import type { PasswordResetService } from '../identity/password-reset.service';
-import type { MfaService } from '../identity/mfa.service';
-import type { LoginThrottleService } from '../identity/login-throttle.service';
-import { UsageRecord } from '../billing/usage-record.entity';
+import { mfaDisabledByAdmin } from './mail';
+import type { AuditService } from '../audit';
+import type { Page } from '../../pagination';
+import { ApiKey } from './api-key.entity';
+import { Session } from './session.entity';
+import { User, roles, userStatuses, type Role, type UserStatus } from './user.entity';
+import type { SessionService, SessionView } from './session.service';
+import type { PasswordResetService } from './password-reset.service';
+import type { MfaService } from './mfa.service';
+import type { LoginThrottleService } from './login-throttle.service';
+import type { UsageByModel, UsageService } from '../billing';
 
 /**
  * Administration of a company's users (GET/PATCH/DELETE /admin/users/…, the
@@ -98,13 +99,6 @@ export interface ForceLogoutResult {
   revokedSessions: number;
 }
 
-export interface UsageByModel {
-  model: string;
-  credits: number;
-  tokens: number;
-  requests: number;
-}
-
 export interface UserUsage {
   userId: string;
   days: number;
@@ -140,7 +134,7 @@ function notFound(): AppError {
   return new AppError('not_found', 'No user with this id in your company');
 }
 
-export class AdminUsersService {
+export class UserAdminService {
   constructor(
     private readonly orm: Orm,
     private readonly bus: EventBus,
@@ -150,6 +144,7 @@ export class AdminUsersService {
     private readonly mfa: MfaService,
     private readonly loginThrottle: LoginThrottleService,
     private readonly mailer: Mailer,
+    private readonly usage: UsageService,
   ) {}
 
   /** The users of the caller's company (a superadmin: of every company, or of `companyId`). */
@@ -440,19 +435,7 @@ export class AdminUsersService {
     const em = currentEm(this.orm);
     const target = await this.target(em, actor, userId);
     const since = new Date(Date.now() - days * 86_400_000);
-    const rows: { model: string; credits: number | null; tokens: number | null; requests: number }[] = await em
-      .createQueryBuilder(UsageRecord)
-      .select(['model', raw('sum(credits) as credits'), raw('sum(tokens) as tokens'), raw('count(*) as requests')])
-      .where({ companyId: target.company.id, userId: target.id, createdAt: { $gte: since } })
-      .groupBy('model')
-      .execute('all', false);
-    const items = rows
-      .map((r) => ({ model: r.model, credits: Number(r.credits ?? 0), tokens: Number(r.tokens ?? 0), requests: Number(r.requests) }))
-      .sort((a, b) => b.credits - a.credits || a.model.localeCompare(b.model));
-    const totals = items.reduce(
-      (sum, r) => ({ credits: sum.credits + r.credits, tokens: sum.tokens + r.tokens, requests: sum.requests + r.requests }),
-      { credits: 0, tokens: 0, requests: 0 },
-    );
+    const { items, totals } = await this.usage.ofUser(target.company.id, target.id, since);
     return { userId: target.id, days, since, items, totals };
   }
 

@@ -1,5 +1,5 @@
 import { DateTimeType, Entity, ManyToOne, OptionalProps, Property } from '@mikro-orm/core';
-import { Company } from '../identity/company.entity';
+import { Company } from './company.entity';
 
 /**
  * A company's security policy. A company without a row has the defaults

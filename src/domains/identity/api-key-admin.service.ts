@@ -1,13 +1,14 @@
 import type { Orm } from '../../db/orm';
 import { currentEm } from '../../db/unit-of-work';
 import { AppError } from '../../errors/catalog';
-import { requireCompanyAdmin } from '../../auth/policy';
+import { isSuperadmin, requireCompanyAdmin } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import type { EventBus } from '../../events/event-bus';
-import type { AuditService, Page } from '../audit/audit.service';
-import { ApiKey } from '../identity/api-key.entity';
-import type { ApiKeyService } from '../identity/api-key.service';
-import { isSuperadmin } from './companies.service';
+import type { AuditService } from '../audit';
+import type { Page } from '../../pagination';
+import { ApiKey } from './api-key.entity';
+import type { ApiKeyService } from './api-key.service';
+
 
 export const API_KEYS_PER_PAGE = 20;
 

@@ -2,23 +2,22 @@ import { raw, type FilterQuery } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
 import { currentEm } from '../../db/unit-of-work';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
-import { requireCompanyAdmin } from '../../auth/policy';
+import { isSuperadmin, requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
-import type { AuditService, Page } from '../audit/audit.service';
-import { AuditEvent } from '../audit/audit-event.entity';
-import { Company } from '../identity/company.entity';
-import { User, roles, userStatuses, type Role, type UserStatus } from '../identity/user.entity';
-import { Session } from '../identity/session.entity';
-import { Invitation } from '../identity/invitation.entity';
-import { ApiKey } from '../identity/api-key.entity';
-import { Plan } from '../billing/plan.entity';
+import type { AuditService } from '../audit';
+import type { Page } from '../../pagination';
+import { AuditEvent } from '../audit';
+import { Company } from './company.entity';
+import { User, roles, userStatuses, type Role, type UserStatus } from './user.entity';
+import { Session } from './session.entity';
+import { Invitation } from './invitation.entity';
+import { ApiKey } from './api-key.entity';
+import type { PlanService } from '../billing';
 
 export const COMPANIES_PER_PAGE = 20;
 export const COMPANY_AUDIT_PER_PAGE = 50;
 
 export type CompanyAdmin = UserPrincipal | ApiKeyPrincipal;
-
-export const isSuperadmin = (p: Principal): boolean => p.kind === 'user' && p.isSuperadmin;
 
 /**
  * An owner or admin (or API key) of the company, or a superadmin of any
@@ -55,7 +54,26 @@ export class CompanyAdminService {
   constructor(
     private readonly orm: Orm,
     private readonly audit: AuditService,
+    private readonly plans: PlanService,
   ) {}
+
+  /**
+   * The company an administration call of a company's settings (security
+   * policy, connectors) is about: the caller's own for its owners, admins and
+   * keys, or with `companyId` any existing company for a superadmin. Naming
+   * another company without being a superadmin is 403; a missing one 404.
+   */
+  async managedCompanyId(principal: Principal, companyId: string | null | undefined, what: string): Promise<string> {
+    const caller = requireAuthenticated(principal);
+    const superadmin = isSuperadmin(caller);
+    if (companyId && companyId !== caller.companyId) {
+      if (!superadmin) throw new AppError('forbidden', `Only a superadmin may manage another company's ${what}`);
+      if (!(await currentEm(this.orm).count(Company, { id: companyId }))) throw new AppError('not_found', 'No such company');
+      return companyId;
+    }
+    if (!superadmin && caller.role !== 'admin' && caller.role !== 'owner') throw new AppError('forbidden', 'Admin role required');
+    return caller.companyId;
+  }
 
   /** Superadmins see every company; anyone else only their own. `q`: name contains (case-insensitive). */
   async list(principal: Principal, options: { q?: string | null; page: number; perPage: number }): Promise<Page<Company>> {
@@ -90,7 +108,7 @@ export class CompanyAdminService {
     if (patch.planId != null && !isSuperadmin(principal)) {
       throw new AppError('forbidden', 'Only a platform superadmin may change the plan here; use the billing plan change');
     }
-    if (patch.planId != null && !(await currentEm(this.orm).findOne(Plan, { id: patch.planId }))) {
+    if (patch.planId != null && !this.plans.exists(patch.planId)) {
       issues.push({ loc: ['body', 'plan_id'], msg: 'no such plan', type: 'value_error' });
     }
     if (issues.length) throw AppError.validation(issues);

@@ -1,11 +1,10 @@
 import type { Orm } from '../../db/orm';
 import { currentEm } from '../../db/unit-of-work';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
-import { requireCompanyAdmin } from '../../auth/policy';
+import { isSuperadmin, requireCompanyAdmin } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
-import type { AuditService } from '../audit/audit.service';
-import { Model } from '../catalog/model.entity';
-import { isSuperadmin } from './companies.service';
+import type { AuditService } from '../audit';
+import { Model } from './model.entity';
 
 export interface ModelInput {
   id: string;

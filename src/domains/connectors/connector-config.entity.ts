@@ -1,6 +1,6 @@
 import { DateTimeType, Entity, ManyToOne, OptionalProps, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import { Company } from '../identity/company.entity';
+import { Company } from '../identity';
 
 /**
  * A company's configuration of one cloud-storage connector (`google_drive`,

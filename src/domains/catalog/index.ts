@@ -1,0 +1,29 @@
+import { defineDomain, type ApiOf } from '../../kernel/domain';
+import { readSeed } from '../../seed-data';
+import { auditDomain } from '../audit';
+import { CatalogService, type ModelSeed } from './catalog.service';
+import { catalogErrors } from './errors';
+import { ModelAdminService } from './model-admin.service';
+import { Model } from './model.entity';
+
+export { Model } from './model.entity';
+export { CatalogService, type ModelView, type ModelSeed } from './catalog.service';
+export { ModelAdminService, MODEL_ID_PATTERN, type ModelInput, type ModelPatch } from './model-admin.service';
+
+/** The platform-wide model catalog: what callers may use, and its administration by superadmins. */
+export const catalogDomain = defineDomain({
+  name: 'catalog',
+  requires: { audit: auditDomain },
+  entities: [Model],
+  migrations: [],
+  errors: catalogErrors,
+  create: ({ kernel, deps }) => ({
+    models: new CatalogService(kernel.orm, kernel.reads),
+    admin: new ModelAdminService(kernel.orm, deps.audit.log),
+  }),
+  seed: async (catalog) => {
+    await catalog.models.seed(readSeed<ModelSeed[]>('models.json'));
+  },
+});
+
+export type CatalogApi = ApiOf<typeof catalogDomain>;

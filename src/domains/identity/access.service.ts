@@ -1,0 +1,89 @@
+import { anonymous, type ApiKeyPrincipal, type Principal, type UserPrincipal } from '../../auth/principal';
+import { AppError, isAppError } from '../../errors/catalog';
+import type { AuthService } from './auth.service';
+import type { SessionCookieService } from './session-cookie.service';
+import { ipRefusal, type CompiledPolicy, type SecurityPolicyEnforcer } from './security-policy.enforcer';
+
+const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
+
+type Resolved<T> = T | Promise<T>;
+
+/**
+ * Who is calling, for every transport (HTTP, WebSocket, the REST adapter,
+ * a standalone subgraph): a credential resolved to a principal, with the
+ * company's IP allow-list applied as soon as the credential is known. A
+ * refused credential turns the caller anonymous with the reason kept, so
+ * whatever needs a credential answers why (401 token_expired, 403
+ * ip_not_allowed, …). Answers synchronously when memory alone can tell (the
+ * hot path), otherwise with a promise.
+ */
+export class AccessService {
+  constructor(
+    private readonly auth: AuthService,
+    private readonly cookies: SessionCookieService,
+    private readonly policies: SecurityPolicyEnforcer,
+  ) {}
+
+  /** An `Authorization` header value (or a graphql-ws `authorization` connection parameter). */
+  bearer(authorization: string | undefined, ip: string): Resolved<Principal> {
+    if (!authorization) return anonymous;
+    const match = BEARER.exec(authorization);
+    if (!match) return { kind: 'anonymous', credentialError: new AppError('token_invalid', 'Use "Authorization: Bearer <token>"') };
+    const cached = this.auth.cachedPrincipal(match[1]!);
+    if (cached) {
+      const policy = this.policies.cachedPolicy(cached.companyId);
+      if (policy) return withIpAllowlist(cached, policy, ip);
+    }
+    return this.refused(this.auth.authenticate(match[1]!)).then((principal) => this.allowlisted(principal, ip));
+  }
+
+  /** The browser session cookie (`service_token`); the transport has checked the request's origin. */
+  cookie(token: string, ip: string): Promise<Principal> {
+    return this.refused(this.cookies.authenticate(token)).then((principal) => this.allowlisted(principal, ip));
+  }
+
+  /**
+   * The principal a WebSocket connection may run as: no socket at all while
+   * MFA enrolment is owed (enrolment is not done over subscriptions).
+   */
+  async socket(principal: Principal): Promise<Principal> {
+    if (principal.kind === 'user' && (await this.policies.mfaEnrollmentPending(principal))) {
+      return { kind: 'anonymous', credentialError: enrollmentRequired() };
+    }
+    return principal;
+  }
+
+  /** Whether the caller is a user whose company requires MFA they have not enrolled in yet. */
+  enrollmentPending(principal: Principal): Resolved<boolean> {
+    if (principal.kind !== 'user') return false;
+    return this.policies.cachedMfaEnrollmentPending(principal) ?? this.policies.mfaEnrollmentPending(principal);
+  }
+
+  private async refused(resolving: Promise<UserPrincipal | ApiKeyPrincipal>): Promise<Principal> {
+    try {
+      return await resolving;
+    } catch (error) {
+      if (isAppError(error)) return { kind: 'anonymous', credentialError: error };
+      throw error;
+    }
+  }
+
+  private async allowlisted(principal: Principal, ip: string): Promise<Principal> {
+    if (principal.kind === 'anonymous') return principal;
+    return withIpAllowlist(principal, await this.policies.policyOf(principal.companyId), ip);
+  }
+}
+
+function withIpAllowlist(principal: UserPrincipal | ApiKeyPrincipal, policy: CompiledPolicy, ip: string): Principal {
+  const refusal = ipRefusal(policy, ip);
+  return refusal ? { kind: 'anonymous', credentialError: refusal } : principal;
+}
+
+/** What a user owing MFA enrolment gets for anything but enrolment, their profile and sign-out. */
+export function enrollmentRequired(): AppError {
+  return new AppError(
+    'mfa_enrollment_required',
+    'Your company requires two-factor authentication: enrol first (POST /v1/me/mfa/setup, then POST /v1/me/mfa/verify); ' +
+      'until then only enrolment, your profile and sign-out are available',
+  );
+}

@@ -1,0 +1,234 @@
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import type { Orm } from '../../db/orm';
+import type { EventBus } from '../../events/event-bus';
+import { AppError } from '../../errors/catalog';
+import type { UserPrincipal } from '../../auth/principal';
+import { VersionedCache, type ReadStore } from '../../db/read-store';
+import { SecurityPolicy } from './security-policy.entity';
+import { ssoProviderNames } from './sso.config';
+
+/** The shortest password any policy may allow (and the default). */
+export const POLICY_MIN_PASSWORD_LENGTH = 12;
+
+/** A company's policy as the API shows it (camelCase; REST maps to snake_case). */
+export interface SecurityPolicyView {
+  companyId: string;
+  mfaRequired: boolean;
+  minPasswordLength: number;
+  sessionIdleTimeoutMinutes: number | null;
+  allowedSsoProviders: string[];
+  ssoSignupEmailDomains: string[];
+  ipAllowlist: string[];
+  apiKeyMaxAgeDays: number | null;
+  /** Null while the company has never changed its policy (all defaults). */
+  updatedAt: Date | null;
+  updatedBy: string | null;
+}
+
+
+/** A policy ready for the hot path: the allow-list parsed once per policy version. */
+export interface CompiledPolicy {
+  view: SecurityPolicyView;
+  version: number;
+  allowlist: BlockList | null;
+}
+
+export function defaultPolicy(companyId: string): SecurityPolicyView {
+  return {
+    companyId,
+    mfaRequired: false,
+    minPasswordLength: POLICY_MIN_PASSWORD_LENGTH,
+    sessionIdleTimeoutMinutes: null,
+    allowedSsoProviders: [...ssoProviderNames],
+    ssoSignupEmailDomains: [],
+    ipAllowlist: [],
+    apiKeyMaxAgeDays: null,
+    updatedAt: null,
+    updatedBy: null,
+  };
+}
+
+/** A parsed CIDR (a bare address is a /32 or /128), or null when it is not one. */
+export function parseCidr(value: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | null {
+  const [address, prefixText, ...rest] = value.trim().split('/');
+  if (rest.length || !address) return null;
+  const family = isIPv4(address) ? 'ipv4' : isIPv6(address) ? 'ipv6' : null;
+  if (!family) return null;
+  const max = family === 'ipv4' ? 32 : 128;
+  if (prefixText === undefined) return { address, prefix: max, family };
+  if (!/^\d{1,3}$/.test(prefixText)) return null;
+  const prefix = Number(prefixText);
+  return prefix <= max ? { address, prefix, family } : null;
+}
+
+/** An IPv4-mapped IPv6 address (::ffff:10.1.2.3) is checked as the IPv4 address. */
+function normalizeIp(ip: string): { address: string; family: 'ipv4' | 'ipv6' } | null {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  const address = mapped ? mapped[1]! : ip;
+  if (isIPv4(address)) return { address, family: 'ipv4' };
+  if (isIPv6(address)) return { address, family: 'ipv6' };
+  return null;
+}
+
+export function compileAllowlist(cidrs: string[]): BlockList | null {
+  if (!cidrs.length) return null;
+  const list = new BlockList();
+  for (const cidr of cidrs) {
+    const parsed = parseCidr(cidr);
+    if (parsed) list.addSubnet(parsed.address, parsed.prefix, parsed.family);
+  }
+  return list;
+}
+
+/** 403 ip_not_allowed when the policy has an allow-list and `ip` is outside it, else null. */
+export function ipRefusal(policy: CompiledPolicy, ip: string): AppError | null {
+  if (ipAllowed(policy.allowlist, ip)) return null;
+  return new AppError('ip_not_allowed', `Your company only accepts requests from its allowed networks; ${ip} is not one of them`);
+}
+
+/** The idle timeout of the policy's sessions in milliseconds, or null for none. */
+export function idleTimeoutMs(policy: CompiledPolicy): number | null {
+  const minutes = policy.view.sessionIdleTimeoutMinutes;
+  return minutes === null ? null : minutes * 60_000;
+}
+
+/** 401 token_invalid when a company key created at `createdAt` is older than the policy allows, else null. */
+export function keyAgeRefusal(policy: CompiledPolicy, createdAt: number, now: number): AppError | null {
+  const days = policy.view.apiKeyMaxAgeDays;
+  if (days === null || now - createdAt <= days * 86_400_000) return null;
+  return new AppError(
+    'token_invalid',
+    `This API key is older than the ${days} days your company's security policy allows; create a new key`,
+  );
+}
+
+export function ipAllowed(allowlist: BlockList | null, ip: string): boolean {
+  if (!allowlist) return true;
+  const normalized = normalizeIp(ip);
+  return normalized !== null && allowlist.check(normalized.address, normalized.family);
+}
+
+/**
+ * Enforcement of company security policies: the checks identity and every
+ * transport run on the hot path (IP allow-list, idle sessions, key age, MFA
+ * enrolment, password length, SSO rules). Policies are cached per company
+ * and dropped on `security_policy.changed`, which every change publishes.
+ * Administering policies (read, change) is SecurityPolicyService.
+ */
+export class SecurityPolicyEnforcer {
+  private readonly cache = new Map<string, CompiledPolicy>();
+  /** Bumped on invalidation, so a load that raced a change is not cached. */
+  private readonly epochs = new Map<string, number>();
+  /** Each user's MFA flag, until the next write to the database. */
+  private readonly mfaEnabled: VersionedCache<boolean>;
+
+  constructor(
+    private readonly orm: Orm,
+    private readonly reads: ReadStore,
+    bus: EventBus,
+  ) {
+    this.mfaEnabled = new VersionedCache(reads);
+    bus.subscribe('security_policy.changed', ({ companyId }) => this.invalidate(companyId));
+  }
+
+  /** The company's policy, from the cache when it has it. */
+  async policyOf(companyId: string): Promise<CompiledPolicy> {
+    return this.cache.get(companyId) ?? this.load(companyId);
+  }
+
+  /** The company's policy when it is cached: the hot path's synchronous answer; undefined means call policyOf. */
+  cachedPolicy(companyId: string): CompiledPolicy | undefined {
+    return this.cache.get(companyId);
+  }
+
+  /** 401 token_invalid when a company key is older than the policy's maximum age. */
+  async checkKeyAge(companyId: string, createdAt: number, now: number): Promise<void> {
+    const refusal = keyAgeRefusal(await this.policyOf(companyId), createdAt, now);
+    if (refusal) throw refusal;
+  }
+
+  /** Whether the signed-in user must still enrol in MFA before using the API (mfa_required, MFA off). */
+  async mfaEnrollmentPending(principal: UserPrincipal): Promise<boolean> {
+    return this.enrollmentPendingUnder(await this.policyOf(principal.companyId), principal);
+  }
+
+  /** mfaEnrollmentPending from memory and the read cache; undefined when the policy is not cached yet. */
+  cachedMfaEnrollmentPending(principal: UserPrincipal): boolean | undefined {
+    const policy = this.cache.get(principal.companyId);
+    return policy && this.enrollmentPendingUnder(policy, principal);
+  }
+
+  private enrollmentPendingUnder(policy: CompiledPolicy, principal: UserPrincipal): boolean {
+    if (!policy.view.mfaRequired) return false;
+    const enabled = this.mfaEnabled.get(principal.userId, () => {
+      const row = this.reads.get<{ mfa_enabled: number }>('select mfa_enabled from users where id = ?', principal.userId);
+      // A deleted user has no session left to use; only an existing user without MFA owes enrolment.
+      return row === undefined || row.mfa_enabled === 1;
+    });
+    return !enabled;
+  }
+
+  /** 422 when `password` is shorter than the company's minimum (counted in characters). */
+  async checkPasswordLength(companyId: string, password: string, loc: (string | number)[]): Promise<void> {
+    const min = (await this.policyOf(companyId)).view.minPasswordLength;
+    if ([...password].length >= min) return;
+    throw AppError.validation(
+      [{ loc, msg: `must be at least ${min} characters (your company's security policy)`, type: 'string_too_short' }],
+      'The new password was not accepted',
+    );
+  }
+
+  /** Why a provider sign-in of a user of the company is refused by its policy, or null. */
+  async ssoRefusal(companyId: string, provider: string, signUpEmail?: string): Promise<{ reason: string; error: AppError } | null> {
+    const { view } = await this.policyOf(companyId);
+    if (!view.allowedSsoProviders.includes(provider)) {
+      return {
+        reason: 'provider_not_allowed',
+        error: new AppError('forbidden', `Your company does not allow signing in with ${provider}; use another sign-in method`),
+      };
+    }
+    if (signUpEmail !== undefined && view.ssoSignupEmailDomains.length) {
+      const domain = signUpEmail.slice(signUpEmail.lastIndexOf('@') + 1).toLowerCase();
+      if (!view.ssoSignupEmailDomains.includes(domain)) {
+        return {
+          reason: 'email_domain_not_allowed',
+          error: new AppError('forbidden', `Your company does not allow signing up by single sign-on with an address at ${domain}`),
+        };
+      }
+    }
+    return null;
+  }
+
+  private invalidate(companyId: string): void {
+    this.cache.delete(companyId);
+    this.epochs.set(companyId, (this.epochs.get(companyId) ?? 0) + 1);
+  }
+
+  /** The company's policy as stored now (cached for the hot path unless a change raced the read). */
+  async load(companyId: string): Promise<CompiledPolicy> {
+    const epoch = this.epochs.get(companyId) ?? 0;
+    const row = await this.orm.em.fork().findOne(SecurityPolicy, { company: companyId });
+    const view = row ? viewOf(row) : defaultPolicy(companyId);
+    const compiled: CompiledPolicy = { view, version: row?.version ?? 0, allowlist: compileAllowlist(view.ipAllowlist) };
+    if ((this.epochs.get(companyId) ?? 0) === epoch) {
+      if (this.cache.size > 10_000) this.cache.clear();
+      this.cache.set(companyId, compiled);
+    }
+    return compiled;
+  }
+}
+
+export function viewOf(row: SecurityPolicy): SecurityPolicyView {
+  return {
+    companyId: row.company.id,
+    mfaRequired: row.mfaRequired,
+    minPasswordLength: row.minPasswordLength,
+    sessionIdleTimeoutMinutes: row.sessionIdleTimeoutMinutes,
+    allowedSsoProviders: [...row.allowedSsoProviders],
+    ssoSignupEmailDomains: [...row.ssoSignupEmailDomains],
+    ipAllowlist: [...row.ipAllowlist],
+    apiKeyMaxAgeDays: row.apiKeyMaxAgeDays,
+    updatedAt: row.version ? row.updatedAt : null,
+    updatedBy: row.updatedBy,
+  };
+}

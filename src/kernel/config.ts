@@ -1,0 +1,115 @@
+import path from 'node:path';
+import { parseKeyring } from '../crypto/secret-box';
+import { bool, int, list, type Env } from '../env';
+
+/**
+ * The kernel's settings: where Atrium listens and stores, how it logs, what
+ * every request is held to, and the mail transport. Each domain reads its own
+ * settings in its `config.ts`; src/config.ts assembles them all. The README's
+ * configuration table is written from these files; keep them in step.
+ */
+export interface KernelConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** SQLite file; ':memory:' is accepted for tests. */
+  databaseFile: string;
+  publicUrl: string;
+  docsUrl: string;
+  logLevel: string;
+  /** Trust X-Forwarded-* from a reverse proxy (for client IPs). */
+  trustProxy: boolean;
+  /** Allowed browser origins; empty means CORS is closed. */
+  corsOrigins: string[];
+  bodyLimitBytes: number;
+  /** Secret for HS256 access tokens; generated into DATA_DIR when not given. */
+  jwtSecret?: string;
+  /**
+   * AES-256-GCM keys for secrets at rest: `id:<base64 32 bytes>,…`, the first
+   * seals, all open. Generated into DATA_DIR when not given.
+   */
+  encryptionKeys?: string;
+  rateLimit: RateLimitConfig;
+  /** Run migrations on start (the default; the CLI and tests rely on it). */
+  migrate: boolean;
+  /** SMTP server for outgoing mail (smtp:// or smtps:// URL); unset keeps mail in the outbox table only. */
+  smtpUrl?: string;
+  /** From header of outgoing mail. */
+  mailFrom: string;
+  /** Seconds between automatic retries of failed mail; 0 turns them off. */
+  mailRetrySeconds: number;
+}
+
+export interface RateLimitConfig {
+  windowSeconds: number;
+  /** Per authenticated credential (user or API key). */
+  authenticated: number;
+  /** Per client IP for callers without a credential. */
+  anonymous: number;
+  /** Per client IP on /auth/*: login, refresh, logout. */
+  auth: number;
+  /** Per client IP on the public feedback collector. */
+  feedback: number;
+}
+
+/** SMTP_URL, checked without ever echoing it (it may carry a password). */
+function smtpUrl(env: Env): string | undefined {
+  const raw = env.SMTP_URL?.trim();
+  if (!raw) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || !url.hostname) {
+    throw new Error('SMTP_URL must look like smtp://user:pass@host:587 or smtps://user:pass@host:465');
+  }
+  return raw;
+}
+
+/** MAIL_FROM: `address` or `Name <address>` on one line. */
+function mailFrom(env: Env): string {
+  const raw = (env.MAIL_FROM || 'Atrium <no-reply@localhost>').trim();
+  if (!/^(?:[^<>\r\n]*<[^\s@<>]+@[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+)$/.test(raw)) {
+    throw new Error(`MAIL_FROM must be an address or "Name <address>", got "${raw}"`);
+  }
+  return raw;
+}
+
+export function loadKernelConfig(env: Env): KernelConfig {
+  const host = env.HOST || '127.0.0.1';
+  const port = int(env, 'PORT', 8080);
+  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const publicUrl = (env.PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const config: KernelConfig = {
+    host,
+    port,
+    dataDir,
+    databaseFile: env.DATABASE_FILE || path.join(dataDir, 'atrium.sqlite'),
+    publicUrl,
+    docsUrl: (env.DOCS_URL || `${publicUrl}/docs`).replace(/\/+$/, ''),
+    logLevel: env.LOG_LEVEL || 'info',
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    corsOrigins: list(env, 'CORS_ORIGINS'),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    jwtSecret: env.JWT_SECRET || undefined,
+    encryptionKeys: env.ENCRYPTION_KEYS?.trim() || undefined,
+    rateLimit: {
+      windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
+      authenticated: int(env, 'RATE_LIMIT_AUTHENTICATED', 600, 1),
+      anonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 120, 1),
+      auth: int(env, 'RATE_LIMIT_AUTH', 20, 1),
+      feedback: int(env, 'RATE_LIMIT_FEEDBACK', 10, 1),
+    },
+    migrate: true,
+    smtpUrl: smtpUrl(env),
+    mailFrom: mailFrom(env),
+    mailRetrySeconds: int(env, 'MAIL_RETRY_SECONDS', 300),
+  };
+  if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < 32) {
+    throw new Error('JWT_SECRET must be at least 32 bytes');
+  }
+  if (config.encryptionKeys !== undefined) parseKeyring(config.encryptionKeys, 'ENCRYPTION_KEYS');
+  return config;
+}
