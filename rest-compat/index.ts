@@ -1,6 +1,8 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ExecutionResult } from 'graphql';
+import { parse, type ExecutionResult } from 'graphql';
+import type { Principal } from '../src/auth/principal';
+import type { OperationPolicies } from '../subgraphs/policy/gate';
 import { createContext } from '../subgraphs/context';
 import { fromGraphQLError, toGraphQLError } from '../subgraphs/errors';
 import { replyTransport } from '../src/host/graphql';
@@ -43,6 +45,8 @@ export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
 
     function registerRoute(scope: FastifyInstance, route: RestRoute) {
       const handler = route.raw ?? graphqlHandler(route);
+      const policies = routePolicies(route);
+      const [policy] = policies;
       for (const prefix of API_PREFIXES) {
         scope.route({
           method: route.method,
@@ -51,11 +55,50 @@ export const restCompatPlugin = fp<{ routes?: RestRoute[] }>(
             ...route.request,
             ...(route.response ? { response: { [route.status]: route.response } } : {}),
           },
-          config: { auth: route.auth, rateLimit: route.rateLimit ?? 'default', deprecation: route.deprecation },
+          // The credential requirement and the budget are the policy of the field the route runs.
+          config: { auth: policy!.auth === 'public' ? 'public' : 'required', rateLimit: policy!.rateLimit ?? 'default', deprecation: route.deprecation },
+          preHandler: admitted(policies),
           ...(route.deprecation ? { onSend: deprecationHeaders(route.deprecation) } : {}),
           handler,
         });
       }
+    }
+
+    /**
+     * A GraphQL route's policy is its field's (the table may repeat it for the
+     * OpenAPI document, and a disagreement stops the server); a raw route,
+     * which runs no field, declares its own.
+     */
+    function routePolicies(route: RestRoute): OperationPolicies {
+      const declared = { auth: route.auth === 'public' ? 'public' : 'authenticated', rateLimit: route.rateLimit ?? 'default' } as const;
+      if (!route.graphql) return [{ auth: declared.auth, ...(declared.rateLimit === 'default' ? {} : { rateLimit: declared.rateLimit }) }];
+      const policies = app.gate.policiesOf(parse(route.graphql.document));
+      if (policies.length !== 1) throw new Error(`Route ${route.method} ${route.path} must run exactly one root field`);
+      const field = policies[0]!;
+      if (field.auth !== declared.auth || (field.rateLimit ?? 'default') !== declared.rateLimit) {
+        throw new Error(`Route ${route.method} ${route.path} declares ${JSON.stringify(declared)}, its field ${JSON.stringify(field)}`);
+      }
+      return policies;
+    }
+
+    /** The policy layer's verdict before the handler: a caller owing MFA enrolment runs as anonymous unless the field allows it. */
+    function admitted(policies: OperationPolicies) {
+      return (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+        let principal: Principal | Promise<Principal>;
+        try {
+          principal = app.gate.admit(policies, request.principal, request.ip, { spend: false, enrollment: true });
+        } catch (error) {
+          return done(error as Error);
+        }
+        if (!isPromise(principal)) {
+          request.principal = principal;
+          return done();
+        }
+        principal.then((admittedPrincipal) => {
+          request.principal = admittedPrincipal;
+          done();
+        }, done);
+      };
     }
 
     function graphqlHandler(route: RestRoute) {

@@ -10,7 +10,6 @@ import { errorCatalog } from './domains';
 import { apiVersionPlugin, serviceHeadersPlugin } from './host/api-version';
 import { unitOfWorkPlugin } from './host/unit-of-work';
 import { principalPlugin } from './host/principal';
-import { securityPolicyPlugin } from './host/security-policy';
 import { rateLimitPlugin } from './host/rate-limit';
 import { errorsPlugin } from './host/errors';
 import { graphqlPlugin } from './host/graphql';
@@ -99,7 +98,6 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   }
   await app.register(unitOfWorkPlugin);
   await app.register(principalPlugin);
-  await app.register(securityPolicyPlugin);
   await app.register(rateLimitPlugin);
   await app.register(apiVersionPlugin);
   await app.register(graphqlPlugin, { supergraph });

@@ -216,7 +216,15 @@ async function subgraph(args: string[]) {
   }
   // Only the domains this subgraph serves, and identity, which authenticates every request.
   const atrium = await boot(config, { domains: [identityDomain, ...subgraphDefinition(name).domains] });
-  const served = await serveSubgraph(name, { host: config.host, port: config.port, orm: atrium.kernel.orm, domains: atrium.domains });
+  const { kernel } = atrium;
+  const served = await serveSubgraph(name, {
+    host: config.host,
+    port: config.port,
+    orm: kernel.orm,
+    budgets: kernel.budgets,
+    trustProxy: config.trustProxy,
+    domains: atrium.domains,
+  });
   console.error(`atrium: ${name} subgraph listening at ${served.url}`);
   onSignal(async () => {
     await served.stop();

@@ -6,6 +6,7 @@ import { parse, type GraphQLSchema } from 'graphql';
 import type { AnyDomain, ApisOfList } from '../src/kernel/domain';
 import { DateTimeISO } from './date-time';
 import type { GraphQLContext } from './context';
+import { enforceFieldPolicies } from './policy/enforce';
 
 export const subgraphNames = ['identity', 'admin', 'billing', 'modules'] as const;
 export type SubgraphName = (typeof subgraphNames)[number];
@@ -86,7 +87,8 @@ export async function buildSubgraph(definition: SubgraphDefinition): Promise<Bui
     scalarsMap: [{ type: Date, scalar: DateTimeISO }],
   });
   const sdl = `${FEDERATION_LINK}\n${printSchemaWithDirectives(schema)}\n`;
-  return { name: definition.name, schema, sdl, references: definition.references ?? {} };
+  // The policy layer goes into the executable schema, so every transport that runs it enforces it.
+  return { name: definition.name, schema: enforceFieldPolicies(schema, definition.name), sdl, references: definition.references ?? {} };
 }
 
 /** The subgraph as a standalone federated service (`_service`, `_entities`). */

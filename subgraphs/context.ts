@@ -1,5 +1,6 @@
 import DataLoader from 'dataloader';
 import type { Principal, RequestMeta } from '../src/auth/principal';
+import type { OperationGate } from './policy/gate';
 
 /** What a transport can do for a resolver beyond returning data. */
 export interface TransportHooks {
@@ -60,8 +61,12 @@ export interface GraphQLContext {
   loaders: Loaders;
   container: ResolverContainer;
   transport?: TransportHooks;
-  /** Set on operations that arrive over a graphql-ws socket. */
+  /** Set on operations that arrive over a graphql-ws socket, which are admitted by their first root field. */
   viaSocket?: boolean;
+  /** The app's policy gate, for transports that admit an operation from inside it (sockets). */
+  gate?: OperationGate;
+  /** The outcome of that admission, once per operation. */
+  admission?: { principal: Principal } | { refusal: unknown };
 }
 
 export function createContext(

@@ -1,4 +1,5 @@
-import { ApolloServer, type ApolloServerOptions, type HTTPGraphQLResponse } from '@apollo/server';
+import { ApolloServer, HeaderMap, type ApolloServerOptions, type ApolloServerPlugin, type HTTPGraphQLResponse } from '@apollo/server';
+import type { IncomingMessage } from 'node:http';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import {
   ApolloServerPluginInlineTraceDisabled,
@@ -8,7 +9,11 @@ import { GraphQLError } from 'graphql';
 import { runInUnitOfWork } from '../src/db/unit-of-work';
 import type { Orm } from '../src/db/orm';
 import { requestIdFrom } from '../src/request-id';
+import { isAppError, type AppError } from '../src/errors/catalog';
+import { Budgets, type BudgetHit } from '../src/rate-limit/budgets';
+import type { Principal } from '../src/auth/principal';
 import type { IdentityApi } from '../src/domains/identity';
+import { OperationGate } from './policy/gate';
 import { federatedSchema, resolverInstances, subgraphNames, type SubgraphName } from './build-subgraph';
 import { buildSubgraphs, subgraphDefinitions } from './supergraph';
 import { createContext, ResolverContainer, type GraphQLContext } from './context';
@@ -19,6 +24,9 @@ export interface ServeSubgraphOptions {
   /** 0 picks a free port; the returned url carries the real one. */
   port: number;
   orm: Orm;
+  budgets: Budgets;
+  /** Take the client address from X-Forwarded-For (behind your own proxy or gateway only). */
+  trustProxy: boolean;
   /** The booted domains' APIs: the subgraph's own, and identity's (every request is authenticated). */
   domains: Record<string, unknown> & { identity: IdentityApi };
 }
@@ -68,13 +76,45 @@ export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOp
   const subgraph = (await buildSubgraphs()).find((s) => s.name === name)!;
   const container = new ResolverContainer(resolverInstances([definition], options.domains));
   const access = options.domains.identity.access;
+  const schema = federatedSchema(subgraph);
+  // The policies are read from the built subgraph, whose fields carry them (the federated schema is rebuilt from SDL).
+  const gate = new OperationGate(subgraph.schema, access, options.budgets);
   const log = { error: (obj: object, msg: string) => console.error(msg, obj) };
+  /** The budget each request spent, shown in its response headers as the main server does. */
+  const spent = new WeakMap<GraphQLContext, BudgetHit[]>();
+
+  // The policy layer, as over /graphql: the request's budget when it arrives, then the
+  // operation's stricter budgets and the MFA-enrolment rule once the document is known.
+  const policy: ApolloServerPlugin<GraphQLContext> = {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ document, contextValue }) {
+          const hits = spent.get(contextValue) ?? [];
+          try {
+            const admitted: Principal = await gate.admit(gate.policiesOf(document), contextValue.principal, contextValue.meta.ip, {
+              spend: true,
+              enrollment: true,
+              show: (hit) => hits.push(hit),
+            });
+            contextValue.principal = admitted;
+          } catch (error) {
+            throw httpError(error);
+          }
+        },
+        async willSendResponse({ response, contextValue }) {
+          for (const hit of spent.get(contextValue) ?? []) {
+            for (const [name, value] of Object.entries(Budgets.headers(hit))) response.http.headers.set(name, value);
+          }
+        },
+      };
+    },
+  };
 
   const server = new UnitOfWorkServer(options.orm, {
-    schema: federatedSchema(subgraph),
+    schema,
     introspection: true,
     // No HTML sandbox (it loads from a CDN); no ftv1 resolver timings for any caller who asks.
-    plugins: [ApolloServerPluginLandingPageDisabled(), ApolloServerPluginInlineTraceDisabled()],
+    plugins: [ApolloServerPluginLandingPageDisabled(), ApolloServerPluginInlineTraceDisabled(), policy],
     // The same error shape as /graphql: the catalog code in extensions.code.
     formatError: (formatted, error) => (error instanceof GraphQLError ? toGraphQLError(error, log).toJSON() : formatted),
   });
@@ -82,12 +122,38 @@ export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOp
   const { url } = await startStandaloneServer(server, {
     listen: { host: options.host, port: options.port },
     context: async ({ req }) => {
-      const ip = req.socket.remoteAddress ?? '';
+      const ip = clientIp(req, options.trustProxy);
       const meta = { requestId: requestIdFrom(req.headers['x-request-id']), ip, userAgent: req.headers['user-agent'] ?? null };
       const principal = await access.bearer(req.headers.authorization, ip);
-      return createContext(container, principal, meta);
+      const hit = options.budgets.hit('default', principal, ip);
+      if (!hit.allowed) throw httpError(Budgets.refusal(hit), hit);
+      const context = createContext(container, principal, meta);
+      spent.set(context, [hit]);
+      return context;
     },
   });
 
   return { url, stop: () => server.stop() };
+}
+
+/** The client's address: the connection's, or behind a trusted proxy the first X-Forwarded-For entry. */
+function clientIp(req: IncomingMessage, trustProxy: boolean): string {
+  const forwarded = req.headers['x-forwarded-for'];
+  const first = trustProxy && typeof forwarded === 'string' ? forwarded.split(',')[0]!.trim() : '';
+  return first || req.socket.remoteAddress || '';
+}
+
+/**
+ * A refusal before execution, in the form @apollo/server answers with its
+ * HTTP status and headers (a HeaderMap in extensions.http), keeping the
+ * catalog error as the original for formatError.
+ */
+function httpError(error: unknown, hit?: BudgetHit): unknown {
+  if (!isAppError(error)) return error;
+  const appError: AppError = error;
+  const headers = new HeaderMap(Object.entries({ ...(hit ? Budgets.headers(hit) : {}), ...appError.headers }));
+  return new GraphQLError(appError.message, {
+    originalError: appError,
+    extensions: { code: appError.code, http: { status: appError.status, headers } },
+  });
 }

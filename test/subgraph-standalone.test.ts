@@ -12,7 +12,14 @@ const PASSWORD = 'correct-horse-battery-staple';
 const meta = { requestId: 'test', ip: '127.0.0.1', userAgent: null };
 
 /** Serving options over a booted process (every domain, as the main server). */
-const served = (atrium: Atrium) => ({ host: '127.0.0.1', port: 0, orm: atrium.kernel.orm, domains: atrium.domains });
+const served = (atrium: Atrium) => ({
+  host: '127.0.0.1',
+  port: 0,
+  orm: atrium.kernel.orm,
+  budgets: atrium.kernel.budgets,
+  trustProxy: false,
+  domains: atrium.domains,
+});
 
 async function gql(url: string, token: string, query: string, variables?: Record<string, unknown>) {
   const res = await fetch(url, {

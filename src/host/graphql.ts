@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import mercurius, { type MercuriusContext } from 'mercurius';
-import { GraphQLError, parse, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
-import { MapperKind, mapSchema, type FieldMapper } from '@graphql-tools/utils';
+import { GraphQLError, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors/catalog';
 import { anonymous, type ApiKeyPrincipal, type Principal, type UserPrincipal } from '../auth/principal';
@@ -10,49 +10,25 @@ import type { AccessService } from '../domains/identity';
 import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
 import { toGraphQLError } from '../../subgraphs/errors';
 import type { Supergraph } from '../../subgraphs/supergraph';
-import { rootFields } from './security-policy';
+import { OperationGate } from '../../subgraphs/policy/gate';
+import type { BudgetHit } from '../rate-limit/budgets';
 import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
-import type { RateLimitClass } from './types';
+import { setRateLimitHeaders } from './rate-limit';
 
-/** Root fields that spend a stricter budget than the endpoint's, shared with their REST paths. */
-const operationClasses: Record<string, RateLimitClass> = {
-  login: 'auth',
-  refreshToken: 'auth',
-  logout: 'auth',
-  stepUp: 'auth',
-  verifyMfa: 'auth',
-  requestPasswordReset: 'auth',
-  resetPassword: 'auth',
-  requestEmailChange: 'auth',
-  confirmEmailChange: 'auth',
-  acceptInvitation: 'auth',
-  submitDocsFeedback: 'feedback',
-};
-
-/** A field name of the document text can only be selected if it appears in the text: a cheap filter before parsing. */
-const CLASS_FIELD = new RegExp(`\\b(?:${Object.keys(operationClasses).join('|')})\\b`);
-
-/** The stricter budgets a document's root fields spend (fragments followed); empty for most documents. */
-export function operationClassesOf(query: string): Set<RateLimitClass> {
-  const classes = new Set<RateLimitClass>();
-  if (!CLASS_FIELD.test(query)) return classes;
-  let document: DocumentNode;
-  try {
-    document = parse(query);
-  } catch {
-    return classes; // not GraphQL: mercurius answers the syntax error
+/** The GraphQL-over-HTTP documents of a request: GET's query string, or the (possibly batched) body. */
+function httpQueries(request: FastifyRequest): string[] {
+  const source = request.method === 'GET' ? request.query : request.body;
+  const operations = Array.isArray(source) ? source : [source];
+  const queries: string[] = [];
+  for (const operation of operations) {
+    const query = (operation as { query?: unknown } | null)?.query;
+    if (typeof query === 'string') queries.push(query);
   }
-  for (const field of rootFields(document)) {
-    const cls = operationClasses[field];
-    if (cls) classes.add(cls);
-  }
-  return classes;
+  return queries;
 }
 
-/** The GraphQL-over-HTTP operations of a request: GET's query string, or the (possibly batched) body. */
-function httpOperations(request: FastifyRequest): unknown[] {
-  const source = request.method === 'GET' ? request.query : request.body;
-  return Array.isArray(source) ? source : [source];
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as Promise<T> | null)?.then === 'function';
 }
 
 export function sessionCookieClearing(name: string, secure: boolean): string {
@@ -64,34 +40,14 @@ export function replyTransport(reply: FastifyReply, secureCookies: boolean): Tra
   return { clearCookie: (name) => reply.header('set-cookie', sessionCookieClearing(name, secureCookies)) };
 }
 
-type SpendBudget = (cls: RateLimitClass, principal: Principal, ip: string) => void;
-
 /**
- * The served schema, with two transport concerns woven into its resolvers:
- * - An error raised while a subscription starts (say `forbidden`) reaches the
- *   socket through mercurius' own error path, which keeps only the message,
- *   not the errorFormatter: give it the catalog extensions before it gets there.
- * - A root field with a stricter budget (login, stepUp…) spends it when it runs
- *   over a WebSocket. Over HTTP the request spent it before execution (a 429
- *   refuses the whole request), so nothing runs per operation there.
+ * The served schema, with one transport concern woven in: an error raised
+ * while a subscription starts (say `forbidden`) reaches the socket through
+ * mercurius' own error path, which keeps only the message, not the
+ * errorFormatter: give it the catalog extensions before it gets there.
  */
-function servedSchema(schema: GraphQLSchema, log: { error: (obj: object, msg: string) => void }, spend: SpendBudget): GraphQLSchema {
-  const socketBudget: FieldMapper = (field, fieldName) => {
-    const cls = operationClasses[fieldName];
-    const resolve = field.resolve;
-    if (!cls || !resolve) return field;
-    return {
-      ...field,
-      resolve: (source, args, context, info) => {
-        const ctx = context as GraphQLContext & { viaSocket?: boolean };
-        if (ctx.viaSocket) spend(cls, ctx.principal, ctx.meta.ip);
-        return resolve(source, args, context, info);
-      },
-    };
-  };
+function servedSchema(schema: GraphQLSchema, log: { error: (obj: object, msg: string) => void }): GraphQLSchema {
   return mapSchema(schema, {
-    [MapperKind.QUERY_ROOT_FIELD]: socketBudget,
-    [MapperKind.MUTATION_ROOT_FIELD]: socketBudget,
     [MapperKind.SUBSCRIPTION_ROOT_FIELD]: (field) => {
       const subscribe = field.subscribe;
       if (!subscribe) return field;
@@ -147,28 +103,42 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     const secureCookies = app.config.publicUrl.startsWith('https://');
     const origins = trustedOrigins(app.config);
 
-    // GraphQL over HTTP spends the stricter budgets of its operations before
-    // mercurius runs anything, so a refused request is a 429 that ran nothing.
-    // Most documents name no such field, and the text filter spares them a parse.
-    const spendOperationBudgets = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
-      try {
-        for (const operation of httpOperations(request)) {
-          const query = (operation as { query?: unknown } | null)?.query;
-          if (typeof query !== 'string') continue;
-          for (const cls of operationClassesOf(query)) app.rateLimit(cls, request.principal, request.ip, reply);
+    const gate = new OperationGate(supergraph.schema, access, app.kernel.budgets);
+    app.decorate('gate', gate);
+
+    // GraphQL over HTTP is admitted by the policy layer before mercurius runs
+    // anything: a refused request is a 429 that ran nothing, and a caller who
+    // owes MFA enrolment runs as anonymous unless every root field allows it.
+    // Synchronous while the policies are known (the hot path).
+    const admitOperations = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+      const queries = httpQueries(request);
+      const show = (hit: BudgetHit) => setRateLimitHeaders(reply, hit);
+      let index = 0;
+      const next = (principal: Principal): void => {
+        while (index < queries.length) {
+          const policies = gate.policiesOfText(queries[index++]!);
+          if (!policies) continue; // not GraphQL: mercurius answers the syntax error
+          let admitted: Principal | Promise<Principal>;
+          try {
+            admitted = gate.admit(policies, principal, request.ip, { spend: true, enrollment: true, show });
+          } catch (error) {
+            return done(error as Error);
+          }
+          if (isPromise(admitted)) return void admitted.then(next, done);
+          principal = admitted;
         }
-      } catch (error) {
-        return done(error as Error);
-      }
-      done();
+        request.principal = principal;
+        done();
+      };
+      next(request.principal);
     };
     app.addHook('onRoute', (route) => {
       if (route.url !== '/graphql') return;
-      route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), spendOperationBudgets];
+      route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), admitOperations];
     });
 
     await app.register(mercurius, {
-      schema: servedSchema(supergraph.schema, app.log, (cls, principal, ip) => app.rateLimit(cls, principal, ip)),
+      schema: servedSchema(supergraph.schema, app.log),
       path: '/graphql',
       graphiql: false,
       jit: 1,
@@ -189,6 +159,8 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
           principal: anonymous,
           loaders: new Loaders({ remember: false }),
           viaSocket: true,
+          // Socket operations are admitted by their first root field (subgraphs/policy/enforce.ts).
+          gate,
           // A browser's service_token cookie on the upgrade request (from a trusted Origin).
           cookiePrincipal: socketCookiePrincipal(request, origins),
         }),
@@ -256,3 +228,10 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
   },
   { name: 'atrium-graphql', dependencies: ['atrium-rate-limit'] },
 );
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The policy layer's per-operation gate (GraphQL over HTTP and the REST adapter). */
+    gate: OperationGate;
+  }
+}

@@ -1,50 +1,27 @@
 import fp from 'fastify-plugin';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '../auth/principal';
-import { AppError } from '../errors/catalog';
-import type { RateLimitDecision } from '../rate-limit/rate-limiter';
-import type { RateLimitClass } from './types';
+import { Budgets, rateLimitClasses, type BudgetHit, type RateLimitClass } from '../rate-limit/budgets';
 
 /**
- * Per credential for authenticated callers, per IP otherwise; /auth/* and the
- * public feedback collector have their own stricter per-IP budgets. Every
- * response carries X-RateLimit-* and the IETF RateLimit-Policy / RateLimit pair.
+ * Every HTTP request spends one budget: its route's class (a REST route takes
+ * it from the GraphQL field it runs), else `default`: per credential for
+ * authenticated callers, per IP otherwise. Every response carries
+ * X-RateLimit-* and the IETF RateLimit-Policy / RateLimit pair.
  */
 export const rateLimitPlugin = fp(
   async (app) => {
-    const config = app.config.rateLimit;
-    const limiter = app.kernel.rateLimits;
-    const known: RateLimitClass[] = ['default', 'auth', 'feedback'];
+    const budgets = app.kernel.budgets;
 
     app.addHook('onRoute', (route) => {
       const cls = route.config?.rateLimit;
-      if (cls !== undefined && !known.includes(cls)) throw new Error(`Unknown rate-limit class "${cls}" on ${route.url}`);
+      if (cls !== undefined && !rateLimitClasses.includes(cls)) throw new Error(`Unknown rate-limit class "${cls}" on ${route.url}`);
     });
 
     app.decorate('rateLimit', (cls: RateLimitClass, principal: Principal, ip: string, reply?: FastifyReply) => {
-      let key: string;
-      let limit: number;
-      if (cls === 'auth' || cls === 'feedback') {
-        key = `${cls}:${ip}`;
-        limit = config[cls];
-      } else if (principal.kind === 'user') {
-        key = `u:${principal.userId}`;
-        limit = config.authenticated;
-      } else if (principal.kind === 'api_key') {
-        key = `k:${principal.keyId}`;
-        limit = config.authenticated;
-      } else {
-        key = `ip:${ip}`;
-        limit = config.anonymous;
-      }
-      const decision = limiter.hit(key, limit);
-      if (reply) setHeaders(reply, cls, decision, config.windowSeconds);
-      if (!decision.allowed) {
-        const retryAfter = Math.max(1, decision.resetAt - Math.floor(Date.now() / 1000));
-        throw new AppError('rate_limited', `Rate limit of ${limit} requests per ${config.windowSeconds}s exceeded`, {
-          headers: { 'retry-after': String(retryAfter) },
-        });
-      }
+      const hit = budgets.hit(cls, principal, ip);
+      if (reply) setRateLimitHeaders(reply, hit);
+      if (!hit.allowed) throw Budgets.refusal(hit);
     });
 
     app.addHook('onRequest', (request, reply, done) => {
@@ -59,13 +36,14 @@ export const rateLimitPlugin = fp(
   { name: 'atrium-rate-limit', dependencies: ['atrium-principal'] },
 );
 
-function setHeaders(reply: FastifyReply, cls: RateLimitClass, d: RateLimitDecision, window: number) {
-  const resetIn = Math.max(0, d.resetAt - Math.floor(Date.now() / 1000));
-  reply.header('x-ratelimit-limit', d.limit);
-  reply.header('x-ratelimit-remaining', d.remaining);
-  reply.header('x-ratelimit-reset', d.resetAt);
-  reply.header('ratelimit-policy', `"${cls}";q=${d.limit};w=${window}`);
-  reply.header('ratelimit', `"${cls}";r=${d.remaining};t=${resetIn}`);
+/** Set one by one: building Budgets.headers' object on every request costs more. */
+export function setRateLimitHeaders(reply: FastifyReply, hit: BudgetHit) {
+  const resetIn = Math.max(0, hit.resetAt - Math.floor(Date.now() / 1000));
+  reply.header('x-ratelimit-limit', hit.limit);
+  reply.header('x-ratelimit-remaining', hit.remaining);
+  reply.header('x-ratelimit-reset', hit.resetAt);
+  reply.header('ratelimit-policy', `"${hit.cls}";q=${hit.limit};w=${hit.windowSeconds}`);
+  reply.header('ratelimit', `"${hit.cls}";r=${hit.remaining};t=${resetIn}`);
 }
 
 declare module 'fastify' {

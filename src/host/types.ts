@@ -6,7 +6,8 @@ import type { ResolverContainer } from '../../subgraphs/context';
 
 /** Per-route behaviour, declared in the route's `config` and applied by hooks. */
 export type AuthKind = 'public' | 'required' | 'optional';
-export type RateLimitClass = 'default' | 'auth' | 'feedback';
+export type { RateLimitClass } from '../rate-limit/budgets';
+import type { RateLimitClass } from '../rate-limit/budgets';
 
 export interface Deprecation {
   /** RFC 9745 Deprecation value, e.g. '@1767225600'. */

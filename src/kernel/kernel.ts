@@ -6,7 +6,8 @@ import { Mailer } from '../mail/mailer';
 import { MailOutbox } from '../mail/outbox.entity';
 import { mailMigrations } from '../mail/migrations';
 import { Migration20261122000000Initial } from '../db/migrations/Migration20261122000000-initial';
-import { MemoryRateLimiter, type RateLimitStore } from '../rate-limit/rate-limiter';
+import { MemoryRateLimiter } from '../rate-limit/rate-limiter';
+import { Budgets } from '../rate-limit/budgets';
 import { SecretBox } from '../crypto/secret-box';
 import { loadSecrets, type Secrets } from '../secrets';
 import type { KernelConfig } from './config';
@@ -24,7 +25,8 @@ export interface Kernel {
   orm: Orm;
   reads: ReadStore;
   events: EventBus;
-  rateLimits: RateLimitStore;
+  /** Rate-limit budgets over the store port (memory on one node). */
+  budgets: Budgets;
   mailer: Mailer;
   secrets: Secrets;
   secretBox: SecretBox;
@@ -60,7 +62,7 @@ export async function createKernel(
     orm,
     reads,
     events: new MemoryEventBus(),
-    rateLimits: new MemoryRateLimiter(config.rateLimit.windowSeconds),
+    budgets: new Budgets(new MemoryRateLimiter(config.rateLimit.windowSeconds), config.rateLimit),
     mailer,
     secrets,
     secretBox: SecretBox.fromKeyrings(secrets.encryptionKeys),

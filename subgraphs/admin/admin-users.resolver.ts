@@ -1,4 +1,5 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Access } from '../policy/access';
 import {
   ADMIN_USERS_PER_PAGE,
   SESSIONS_PER_PAGE,
@@ -46,6 +47,7 @@ export class AdminUsersResolver {
     private readonly accounts: IdentityService,
   ) {}
 
+  @Access({ auth: 'authenticated' })
   @Query(() => AdminUserPageType, {
     description:
       "The users of the caller's company (a superadmin: every company, or companyId). q matches email or name " +
@@ -65,11 +67,13 @@ export class AdminUsersResolver {
     return this.users.list(ctx.principal, { q, role, status, sort, page: page!, perPage: perPage!, companyId });
   }
 
+  @Access({ auth: 'authenticated' })
   @Query(() => AdminUserType, { description: `One user. ${WHO}` })
   adminUser(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
     return this.users.get(ctx.principal, userId);
   }
 
+  @Access({ auth: 'authenticated' })
   @Query(() => AdminUserSessionPageType, { description: `A user's active sessions, newest first. ${WHO}` })
   adminUserSessions(
     @Arg('userId', () => ID) userId: string,
@@ -80,6 +84,7 @@ export class AdminUsersResolver {
     return this.users.sessionsOf(ctx.principal, userId, { page, perPage });
   }
 
+  @Access({ auth: 'authenticated' })
   @Query(() => AdminUserUsageType, { description: `A user's usage over the last days (1 to 365), by model, with totals. ${WHO}` })
   adminUserUsage(
     @Arg('userId', () => ID) userId: string,
@@ -89,6 +94,7 @@ export class AdminUsersResolver {
     return this.users.usageOf(ctx.principal, userId, days);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => AdminUserType, {
     description: `Changes a user's name, role or status; audited user.updated with the changed fields. ${WHO}`,
   })
@@ -96,6 +102,7 @@ export class AdminUsersResolver {
     return this.users.update(ctx.principal, userId, toPatch(input), ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => Boolean, {
     description: `Deletes a user; their sessions and the API keys they created end at once. Audited user.deleted. ${WHO}`,
   })
@@ -104,26 +111,31 @@ export class AdminUsersResolver {
     return true;
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => AdminUserType, { description: `Suspends a user (reason 1 to 500 characters); every session ends at once. ${WHO}` })
   suspendUser(@Arg('userId', () => ID) userId: string, @Arg('reason') reason: string, @Ctx() ctx: GraphQLContext) {
     return this.users.suspend(ctx.principal, userId, reason, ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => AdminUserType, { description: `Lets a suspended user sign in again and clears their failed-login count. ${WHO}` })
   unsuspendUser(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
     return this.users.unsuspend(ctx.principal, userId, ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => AdminPasswordResetType, { description: `Mails the user a password reset link. ${WHO}` })
   sendUserPasswordReset(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
     return this.users.resetPassword(ctx.principal, userId, ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => AdminForceLogoutType, { description: `Ends every session of the user at once. ${WHO}` })
   forceLogoutUser(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
     return this.users.forceLogout(ctx.principal, userId, ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => AdminUserType, { description: `Turns a user's MFA off (the user is told by mail). ${WHO}` })
   disableUserMfa(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
     return this.users.disableMfa(ctx.principal, userId, ctx.meta);

@@ -1,4 +1,5 @@
 import { Arg, Ctx, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
+import { Access } from '../policy/access';
 import { requireCompanyAdmin } from '../../src/auth/policy';
 import { checkPage } from '../../src/pagination';
 import type { AuditApi, AuditEvent, AuditService } from '../../src/domains/audit';
@@ -12,6 +13,7 @@ export class AuditResolver {
 
   constructor(private readonly log: AuditService) {}
 
+  @Access({ auth: 'authenticated' })
   @Query(() => AuditEventPageType, { description: "The caller's company audit log, newest first" })
   auditLog(
     @Ctx() ctx: GraphQLContext,
@@ -23,6 +25,7 @@ export class AuditResolver {
     return this.log.list(principal.companyId, { ...checkPage(page, perPage), action: action ?? undefined });
   }
 
+  @Access({ auth: 'authenticated' })
   @Subscription(() => AuditEventType, {
     description: "Each audited action of the caller's company, live (admins and owners)",
     subscribe: ({ context }) => {
@@ -45,11 +48,13 @@ export class PlatformResolver {
     private readonly feedback: FeedbackService,
   ) {}
 
+  @Access({ auth: 'public' })
   @Query(() => HealthType, { description: 'Liveness and database reachability; public' })
   health() {
     return this.healthService.check();
   }
 
+  @Access({ auth: 'public', rateLimit: 'feedback' })
   @Mutation(() => DocsFeedbackReceiptType, { description: 'Records feedback on a documentation page; public' })
   submitDocsFeedback(@Arg('input', () => DocsFeedbackInput) input: DocsFeedbackInput, @Ctx() ctx: GraphQLContext) {
     return this.feedback.submit(input, ctx.meta);

@@ -1,4 +1,5 @@
 import { Arg, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { Access } from '../policy/access';
 import { checkPage } from '../../src/pagination';
 import { API_KEYS_PER_PAGE, type ApiKey, type ApiKeyAdminService, type IdentityApi, type IdentityService } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
@@ -60,6 +61,7 @@ export class ApiKeyAdminResolver {
     private readonly accounts: IdentityService,
   ) {}
 
+  @Access({ auth: 'authenticated' })
   @Query(() => ApiKeyPageType, { description: "The caller's company's active API keys, newest first (owners, admins, API keys)" })
   apiKeys(
     @Ctx() ctx: GraphQLContext,
@@ -69,12 +71,14 @@ export class ApiKeyAdminResolver {
     return this.keys.list(ctx.principal, checkPage(page, perPage));
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => CreatedApiKeyType, { description: 'Creates a company API key; the plaintext is returned once. Audited api_key.created.' })
   async createApiKey(@Arg('input', () => ApiKeyCreateInput) input: ApiKeyCreateInput, @Ctx() ctx: GraphQLContext) {
     const { apiKey, plaintext } = await this.keys.create(ctx.principal, input.name, ctx.meta);
     return { apiKey, key: plaintext };
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => Boolean, {
     description: 'Revokes an API key at once: requests and open subscriptions with it are refused from now on. Audited api_key.revoked.',
   })

@@ -1,4 +1,5 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import { checkPage } from '../../src/pagination';
 import { COMPANIES_PER_PAGE, COMPANY_AUDIT_PER_PAGE, type CompanyAdminService, type IdentityApi } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
@@ -92,6 +93,7 @@ export class CompanyAdminResolver {
 
   constructor(private readonly companies: CompanyAdminService) {}
 
+  @Access({ auth: 'authenticated' })
   @Query(() => AdminCompanyPageType, {
     description:
       'Companies by name (q: name contains, case-insensitive). Owners, admins and API keys see only their own ' +
@@ -106,11 +108,13 @@ export class CompanyAdminResolver {
     return this.companies.list(ctx.principal, { q, ...checkPage(page, perPage) });
   }
 
+  @Access({ auth: 'authenticated' })
   @Query(() => AdminCompanyType, { description: "One company; another company's id is not_found unless the caller is a superadmin" })
   adminCompany(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     return this.companies.get(ctx.principal, id);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => AdminCompanyType, {
     description: 'Renames a company; planId may be changed by a platform superadmin only (forbidden otherwise). Audited company.updated.',
   })
@@ -122,6 +126,7 @@ export class CompanyAdminResolver {
     return this.companies.update(ctx.principal, id, input, ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Query(() => AuditEventPageType, {
     description: "A company's audit log, newest first; action filters by exact action, actor by actor id or label (email or key name)",
   })
@@ -136,6 +141,7 @@ export class CompanyAdminResolver {
     return this.companies.auditLog(ctx.principal, companyId, { ...checkPage(page, perPage), action, actor });
   }
 
+  @Access({ auth: 'authenticated' })
   @Query(() => AdminOverviewType, { description: "Counts of the caller's company: users, invitations, sessions, keys, security events" })
   adminOverview(@Ctx() ctx: GraphQLContext) {
     return this.companies.overview(ctx.principal);

@@ -1,4 +1,5 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import type { GraphQLContext } from '../context';
 import type { ConnectorService, ConnectorsApi } from '../../src/domains/connectors';
 
@@ -80,6 +81,7 @@ export class ConnectorAdminResolver {
 
   constructor(private readonly service: ConnectorService) {}
 
+  @Access({ auth: 'authenticated' })
   @Query(() => [ConnectorType], {
     description: "Both cloud-storage connectors of the caller's company (owners, admins, company API keys); a superadmin may name any company.",
   })
@@ -87,6 +89,7 @@ export class ConnectorAdminResolver {
     return this.service.list(ctx.principal, companyId);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => ConnectorType, {
     description: 'Changes the given fields of a connector; audited connector.updated with the changed field names.',
   })
@@ -99,6 +102,7 @@ export class ConnectorAdminResolver {
     return this.service.update(ctx.principal, name, { ...input }, ctx.meta, companyId);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => ConnectorTestResultType, {
     description:
       "Tests a connector: configuration complete, then the provider's token endpoint reachable (5 s limit, SSRF-guarded). " +

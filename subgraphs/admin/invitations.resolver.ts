@@ -1,4 +1,5 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, InvitationService } from '../../src/domains/identity';
 import { PageType } from '../page';
@@ -92,6 +93,7 @@ export class InvitationResolver {
 
   constructor(private readonly service: InvitationService) {}
 
+  @Access({ auth: 'authenticated' })
   @Query(() => InvitationPageType, {
     description: "The caller's company's invitations, newest first (owners, admins, API keys); status filters by pending, accepted, revoked or expired",
   })
@@ -104,6 +106,7 @@ export class InvitationResolver {
     return this.service.list(ctx.principal, { status, page, perPage });
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => InvitationType, {
     description:
       "Invites an address into the caller's company and mails a single-use link; only owners may invite owners. " +
@@ -113,6 +116,7 @@ export class InvitationResolver {
     return this.service.invite(ctx.principal, input, ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => BulkInvitationResultType, {
     description: 'Invites up to 100 addresses; each row is created or fails on its own',
   })
@@ -120,6 +124,7 @@ export class InvitationResolver {
     return this.service.inviteBulk(ctx.principal, input.invitations, ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => InvitationType, {
     description: 'Mails a new link for a pending or expired invitation, with a new expiry; the previous link stops working',
   })
@@ -127,6 +132,7 @@ export class InvitationResolver {
     return this.service.resend(ctx.principal, id, ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => InvitationType, { description: 'Revokes a pending invitation; its link stops working' })
   revokeInvitation(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     return this.service.revoke(ctx.principal, id, ctx.meta);

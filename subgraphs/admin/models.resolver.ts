@@ -1,4 +1,5 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import type { GraphQLContext } from '../context';
 import type { CatalogApi, ModelAdminService } from '../../src/domains/catalog';
 
@@ -80,16 +81,19 @@ export class ModelAdminResolver {
 
   constructor(private readonly models: ModelAdminService) {}
 
+  @Access({ auth: 'authenticated' })
   @Query(() => [AdminModelType], { description: 'The whole model catalog, blocked models included (owners, admins, API keys)' })
   adminModels(@Ctx() ctx: GraphQLContext) {
     return this.models.list(ctx.principal);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => AdminModelType, { description: 'Adds a model to the catalog; platform superadmins only. Audited model.created.' })
   createModel(@Arg('input', () => ModelCreateInput) input: ModelCreateInput, @Ctx() ctx: GraphQLContext) {
     return this.models.create(ctx.principal, input, ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => AdminModelType, {
     description: 'Changes a catalog model (blocked: true hides and refuses it at once); platform superadmins only. Audited model.updated.',
   })

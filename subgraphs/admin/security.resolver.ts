@@ -1,4 +1,5 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import { checkPage } from '../../src/pagination';
 import { COMPANY_SESSIONS_PER_PAGE, type IdentityApi, type SecurityPolicyService } from '../../src/domains/identity';
 import { PageType } from '../page';
@@ -96,6 +97,7 @@ export class SecurityResolver {
 
   constructor(private readonly policies: SecurityPolicyService) {}
 
+  @Access({ auth: 'authenticated' })
   @Query(() => SecurityPolicyType, {
     description:
       "The caller's company security policy (owners, admins, company API keys); a superadmin may name any company.",
@@ -104,6 +106,7 @@ export class SecurityResolver {
     return this.policies.get(ctx.principal, companyId);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => SecurityPolicyType, {
     description: 'Changes the given fields of the security policy; audited security_policy.updated with the changes.',
   })
@@ -115,6 +118,7 @@ export class SecurityResolver {
     return this.policies.update(ctx.principal, { ...input }, ctx.meta, companyId);
   }
 
+  @Access({ auth: 'authenticated' })
   @Query(() => CompanySessionPageType, {
     description: "The company's active sessions, newest first (owners, admins, company API keys; a superadmin may name any company).",
   })

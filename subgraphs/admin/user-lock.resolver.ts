@@ -1,4 +1,5 @@
 import { Arg, Ctx, Field, ID, Int, Mutation, ObjectType, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, LoginThrottleService } from '../../src/domains/identity';
 
@@ -20,6 +21,7 @@ export class UserLockResolver {
 
   constructor(private readonly throttle: LoginThrottleService) {}
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => UserUnlockType, {
     description:
       "Ends a user's sign-in lock (or delay) after failed logins by clearing the count. Owners and admins of the " +

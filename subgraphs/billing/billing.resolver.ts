@@ -1,4 +1,5 @@
 import { Ctx, Directive, Field, FieldResolver, ID, Int, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { Access } from '../policy/access';
 import { requireAuthenticated } from '../../src/auth/policy';
 import { AppError } from '../../src/errors/catalog';
 import type { BillingApi, PlanService } from '../../src/domains/billing';
@@ -56,6 +57,7 @@ export class PlanResolver {
 
   constructor(private readonly catalog: PlanService) {}
 
+  @Access({ auth: 'authenticated' })
   @Query(() => [PlanType], { description: 'The plans on offer' })
   plans(@Ctx() ctx: GraphQLContext) {
     requireAuthenticated(ctx.principal);

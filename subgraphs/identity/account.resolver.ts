@@ -1,4 +1,5 @@
 import { Arg, Ctx, Mutation, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import type { GraphQLContext } from '../context';
 import type { AccountDeletionService, EmailChangeService, IdentityApi } from '../../src/domains/identity';
 import { AccountDeletionType, EmailChangeRequestType } from './account.types';
@@ -13,6 +14,7 @@ export class AccountResolver {
     private readonly deletion: AccountDeletionService,
   ) {}
 
+  @Access({ auth: 'authenticated', rateLimit: 'auth' })
   @Mutation(() => EmailChangeRequestType, {
     description:
       'Asks to change the email: mails a confirmation link to the new address and a notice to the current one. ' +
@@ -23,6 +25,7 @@ export class AccountResolver {
     return this.emailChange.request(ctx.principal, newEmail, ctx.meta);
   }
 
+  @Access({ auth: 'public', rateLimit: 'auth' })
   @Mutation(() => Boolean, {
     description:
       'Sets the email to the address the token was mailed to. Needs no credential: the token (from the link) is the proof; ' +
@@ -33,11 +36,13 @@ export class AccountResolver {
     return true;
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => Boolean, { description: "Voids the caller's pending email change; false when there was none" })
   cancelEmailChange(@Ctx() ctx: GraphQLContext) {
     return this.emailChange.cancel(ctx.principal, ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => AccountDeletionType, {
     description:
       "Schedules the deletion of the caller's account after the grace period (ACCOUNT_DELETION_GRACE_DAYS) and mails them. " +
@@ -48,6 +53,7 @@ export class AccountResolver {
     return this.deletion.request(ctx.principal, ctx.meta);
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => Boolean, { description: "Cancels the scheduled deletion of the caller's account; conflict when none is scheduled" })
   async cancelAccountDeletion(@Ctx() ctx: GraphQLContext) {
     await this.deletion.cancel(ctx.principal, ctx.meta);

@@ -1,4 +1,5 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, InvitationService } from '../../src/domains/identity';
 import { AuthPayloadType } from './types';
@@ -21,6 +22,7 @@ export class InvitationAcceptResolver {
 
   constructor(private readonly invitations: InvitationService) {}
 
+  @Access({ auth: 'public', rateLimit: 'auth' })
   @Mutation(() => AuthPayloadType, {
     description:
       "Public: creates the invited user in the invitation's company with its role and signs them in. A bad, used, " +

@@ -1,4 +1,5 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, PasswordResetService } from '../../src/domains/identity';
 
@@ -17,6 +18,7 @@ export class PasswordResolver {
 
   constructor(private readonly passwordReset: PasswordResetService) {}
 
+  @Access({ auth: 'public', rateLimit: 'auth' })
   @Mutation(() => Boolean, {
     description:
       'Asks for a password reset link by mail. Always true, whether or not an account has this email: the link ' +
@@ -27,6 +29,7 @@ export class PasswordResolver {
     return true;
   }
 
+  @Access({ auth: 'public', rateLimit: 'auth' })
   @Mutation(() => Boolean, {
     description:
       'Sets a new password with the token of a reset link; every session of the account ends and its failed-login ' +

@@ -1,4 +1,5 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, ProfileService } from '../../src/domains/identity';
 import { UserType } from './types';
@@ -18,6 +19,7 @@ export class ProfileResolver {
 
   constructor(private readonly profiles: ProfileService) {}
 
+  @Access({ auth: 'authenticated', duringMfaEnrollment: true })
   @Mutation(() => UserType, { description: "Updates the signed-in caller's own profile; a company API key has none (forbidden)" })
   updateMyProfile(@Arg('input', () => UpdateProfileInput) input: UpdateProfileInput, @Ctx() ctx: GraphQLContext) {
     return this.profiles.update(ctx.principal, { name: input.name }, ctx.meta);

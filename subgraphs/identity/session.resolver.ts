@@ -1,4 +1,5 @@
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import { checkPage } from '../../src/pagination';
 import type { GraphQLContext } from '../context';
 import { SESSION_COOKIE } from './identity.resolver';
@@ -11,6 +12,7 @@ export class SessionResolver {
 
   constructor(private readonly sessions: SessionService) {}
 
+  @Access({ auth: 'authenticated' })
   @Query(() => SessionPageType, {
     description: "The caller's active sessions, newest first; `current` marks this request's own. " +
       'Signed-in users only: a company API key has no sessions (forbidden).',
@@ -23,6 +25,7 @@ export class SessionResolver {
     return this.sessions.list(ctx.principal, checkPage(page, perPage));
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => Boolean, {
     description:
       "Ends one of the caller's active sessions at once (its access tokens, refresh token and subscriptions). " +
@@ -34,6 +37,7 @@ export class SessionResolver {
     return true;
   }
 
+  @Access({ auth: 'authenticated' })
   @Mutation(() => Int, {
     description: "Ends every active session of the caller, this one included; returns how many were ended",
   })

@@ -1,4 +1,5 @@
 import { Ctx, Directive, Field, FieldResolver, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
+import { Access } from '../policy/access';
 import { requireAuthenticated } from '../../src/auth/policy';
 import type { GraphQLContext } from '../context';
 import type { CatalogApi, CatalogService } from '../../src/domains/catalog';
@@ -39,6 +40,7 @@ export class ModelResolver {
 
   constructor(readonly catalog: CatalogService) {}
 
+  @Access({ auth: 'authenticated' })
   @Query(() => [ModelType], { description: 'All models that are not blocked' })
   models(@Ctx() ctx: GraphQLContext) {
     requireAuthenticated(ctx.principal);

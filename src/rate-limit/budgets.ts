@@ -1,0 +1,69 @@
+import type { Principal } from '../auth/principal';
+import { AppError } from '../errors/catalog';
+import type { RateLimitConfig } from '../kernel/config';
+import type { RateLimitDecision, RateLimitStore } from './rate-limiter';
+
+/**
+ * The budgets a request can spend: `default` per credential (per IP without
+ * one), and the stricter per-IP classes that operations declare (`auth` for
+ * sign-in style operations, `feedback` for the public feedback collector).
+ */
+export const rateLimitClasses = ['default', 'auth', 'feedback'] as const;
+export type RateLimitClass = (typeof rateLimitClasses)[number];
+
+export interface BudgetHit extends RateLimitDecision {
+  cls: RateLimitClass;
+  windowSeconds: number;
+}
+
+/** Rate-limit budgets over the store port, for every transport. */
+export class Budgets {
+  constructor(
+    private readonly store: RateLimitStore,
+    private readonly config: RateLimitConfig,
+  ) {}
+
+  /** Counts one request against a budget; the transport shows the decision and refuses when it is not allowed. */
+  hit(cls: RateLimitClass, principal: Principal, ip: string): BudgetHit {
+    let key: string;
+    let limit: number;
+    if (cls === 'auth' || cls === 'feedback') {
+      key = `${cls}:${ip}`;
+      limit = this.config[cls];
+    } else if (principal.kind === 'user') {
+      key = `u:${principal.userId}`;
+      limit = this.config.authenticated;
+    } else if (principal.kind === 'api_key') {
+      key = `k:${principal.keyId}`;
+      limit = this.config.authenticated;
+    } else {
+      key = `ip:${ip}`;
+      limit = this.config.anonymous;
+    }
+    // The store hands back a fresh decision: annotate it rather than copy it (this runs on every request).
+    const hit = this.store.hit(key, limit) as BudgetHit;
+    hit.cls = cls;
+    hit.windowSeconds = this.config.windowSeconds;
+    return hit;
+  }
+
+  /** The refusal of a spent budget: 429 rate_limited with Retry-After. */
+  static refusal(hit: BudgetHit): AppError {
+    const retryAfter = Math.max(1, hit.resetAt - Math.floor(Date.now() / 1000));
+    return new AppError('rate_limited', `Rate limit of ${hit.limit} requests per ${hit.windowSeconds}s exceeded`, {
+      headers: { 'retry-after': String(retryAfter) },
+    });
+  }
+
+  /** The response headers of a decision: X-RateLimit-* and the IETF RateLimit-Policy / RateLimit pair. */
+  static headers(hit: BudgetHit): Record<string, string> {
+    const resetIn = Math.max(0, hit.resetAt - Math.floor(Date.now() / 1000));
+    return {
+      'x-ratelimit-limit': String(hit.limit),
+      'x-ratelimit-remaining': String(hit.remaining),
+      'x-ratelimit-reset': String(hit.resetAt),
+      'ratelimit-policy': `"${hit.cls}";q=${hit.limit};w=${hit.windowSeconds}`,
+      ratelimit: `"${hit.cls}";r=${hit.remaining};t=${resetIn}`,
+    };
+  }
+}

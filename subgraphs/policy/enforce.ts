@@ -1,0 +1,63 @@
+import { MapperKind, mapSchema, type FieldMapper } from '@graphql-tools/utils';
+import type { GraphQLFieldResolver, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
+import { AppError } from '../../src/errors/catalog';
+import type { GraphQLContext } from '../context';
+import { fieldPolicy, type FieldPolicy } from './access';
+
+/**
+ * The schema half of the policy layer, applied to every subgraph's schema
+ * when it is built, so every transport that executes it (mercurius over HTTP
+ * and WebSocket, the REST adapter, a standalone subgraph) runs the same
+ * checks. A root field without a declared policy stops the build.
+ *
+ * - `auth: 'authenticated'`: an anonymous caller is refused before the
+ *   resolver runs, with the reason its credential was refused (expired,
+ *   revoked, IP not allowed, MFA enrolment owed) or 401 unauthenticated.
+ * - An operation over a socket is admitted (budgets, MFA) by its first root
+ *   field: HTTP transports admit before execution, a socket operation has no
+ *   such hook without costing every HTTP request one.
+ */
+export function enforceFieldPolicies(schema: GraphQLSchema, subgraph: string): GraphQLSchema {
+  const guard =
+    (kind: 'resolve' | 'subscribe'): FieldMapper =>
+    (field, fieldName, typeName) => {
+      const policy = fieldPolicy(field);
+      if (!policy) throw new Error(`${subgraph}: ${typeName}.${fieldName} declares no access policy (@Access)`);
+      const inner = field[kind];
+      if (!inner) return field;
+      return { ...field, [kind]: guarded(inner as GraphQLFieldResolver<unknown, GraphQLContext>, policy) };
+    };
+  return mapSchema(schema, {
+    [MapperKind.QUERY_ROOT_FIELD]: guard('resolve'),
+    [MapperKind.MUTATION_ROOT_FIELD]: guard('resolve'),
+    [MapperKind.SUBSCRIPTION_ROOT_FIELD]: guard('subscribe'),
+  });
+}
+
+function guarded(inner: GraphQLFieldResolver<unknown, GraphQLContext>, policy: FieldPolicy): GraphQLFieldResolver<unknown, GraphQLContext> {
+  return (source, args, ctx, info) => {
+    if (ctx.viaSocket) admitSocketOperation(ctx, info);
+    if (policy.auth === 'authenticated' && ctx.principal.kind === 'anonymous') {
+      throw ctx.principal.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
+    }
+    return inner(source, args, ctx, info);
+  };
+}
+
+/**
+ * Admits a socket operation once (its context is the operation's own copy):
+ * its stricter budgets are spent, and every root field answers the same
+ * refusal. MFA enrolment needs no check here: such a caller gets no socket.
+ */
+function admitSocketOperation(ctx: GraphQLContext, info: GraphQLResolveInfo): void {
+  if (!ctx.admission) {
+    try {
+      const policies = ctx.gate!.policiesOfOperation(info.operation, info.fragments);
+      ctx.gate!.admit(policies, ctx.principal, ctx.meta.ip, { spend: true, enrollment: false });
+      ctx.admission = { principal: ctx.principal };
+    } catch (refusal) {
+      ctx.admission = { refusal };
+    }
+  }
+  if ('refusal' in ctx.admission) throw ctx.admission.refusal;
+}
