@@ -1,8 +1,8 @@
 import { errorCatalog } from '../src/domains';
 import { CURRENT_API_VERSION } from '../src/version';
-import type { JsonSchema, RestRoute } from './route';
+import type { JsonSchema } from './route';
+import type { CompiledRoute } from './compile';
 import { httpValidationErrorSchema, problemSchema, validationErrorSchema } from './schemas';
-import { routeTable } from './routes';
 
 const rateLimitHeaders = {
   'X-RateLimit-Limit': { $ref: '#/components/headers/X-RateLimit-Limit' },
@@ -16,11 +16,11 @@ function problem(description: string, ref = '#/components/schemas/ProblemDetail'
   return { description, headers: rateLimitHeaders, content: { 'application/problem+json': { schema: { $ref: ref } } } };
 }
 
-function parameters(route: RestRoute): JsonSchema[] {
+function parameters(compiled: CompiledRoute): JsonSchema[] {
   const out: JsonSchema[] = [];
   for (const [where, schema] of [
-    ['path', route.request?.params],
-    ['query', route.request?.querystring],
+    ['path', compiled.request.params],
+    ['query', compiled.request.querystring],
   ] as const) {
     const props = (schema?.properties ?? {}) as Record<string, JsonSchema>;
     const required = new Set((schema?.required ?? []) as string[]);
@@ -33,7 +33,10 @@ function parameters(route: RestRoute): JsonSchema[] {
   return out;
 }
 
-function operation(route: RestRoute): JsonSchema {
+function operation(compiled: CompiledRoute): JsonSchema {
+  const { route, request } = compiled;
+  const auth = compiled.policy.auth === 'public' ? 'public' : 'required';
+  const paginated = 'paginated' in route && route.paginated;
   const responses: Record<string, unknown> = {};
   responses[String(route.status)] =
     route.status === 204
@@ -45,19 +48,19 @@ function operation(route: RestRoute): JsonSchema {
           }
         : {
           description: route.summary,
-          headers: route.paginated
+          headers: paginated
             ? { ...rateLimitHeaders, Link: { $ref: '#/components/headers/Link' } }
             : rateLimitHeaders,
-          content: { 'application/json': { schema: route.response } },
+          content: { 'application/json': { schema: compiled.response } },
         };
-  if (route.request?.body) {
+  if (request.body) {
     responses['400'] = problem('Malformed JSON or unsupported API version');
     responses['413'] = problem('Body too large');
     responses['415'] = problem('Content-Type is not application/json');
   }
-  if (route.auth === 'required') responses['401'] = problem('Missing, invalid or expired credential');
+  if (auth === 'required') responses['401'] = problem('Missing, invalid or expired credential');
   for (const [status, description] of Object.entries(route.problems ?? {})) responses[status] ??= problem(description);
-  if (route.request) responses['422'] = problem('Validation failed', '#/components/schemas/HTTPValidationError');
+  if (request.body || request.params || request.querystring) responses['422'] = problem('Validation failed', '#/components/schemas/HTTPValidationError');
   responses['429'] = {
     ...problem('Rate limit exceeded'),
     headers: { ...rateLimitHeaders, 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait' } },
@@ -70,21 +73,19 @@ function operation(route: RestRoute): JsonSchema {
     tags: [route.tag],
     ...(route.deprecation ? { deprecated: true } : {}),
     ...(route.extension ? { 'x-atrium-extension': true } : {}),
-    security: route.auth === 'required' ? [{ bearer: [] }, { cookie: [] }] : [],
-    parameters: parameters(route),
-    ...(route.request?.body
-      ? { requestBody: { required: true, content: { 'application/json': { schema: route.request.body } } } }
-      : {}),
+    security: auth === 'required' ? [{ bearer: [] }, { cookie: [] }] : [],
+    parameters: parameters(compiled),
+    ...(request.body ? { requestBody: { required: true, content: { 'application/json': { schema: request.body } } } } : {}),
     responses,
   };
 }
 
-/** The OpenAPI 3.1 document, generated from the route table. */
-export function buildOpenApi(publicUrl: string, routes: RestRoute[] = routeTable): JsonSchema {
+/** The OpenAPI 3.1 document, generated from the compiled route table. */
+export function buildOpenApi(publicUrl: string, routes: readonly CompiledRoute[]): JsonSchema {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of routes) {
-    const path = route.path.replace(/:(\w+)/g, '{$1}');
-    (paths[path] ??= {})[route.method.toLowerCase()] = operation(route);
+  for (const compiled of routes) {
+    const path = compiled.route.path.replace(/:(\w+)/g, '{$1}');
+    (paths[path] ??= {})[compiled.route.method.toLowerCase()] = operation(compiled);
   }
   return {
     openapi: '3.1.0',

@@ -1,5 +1,5 @@
 import { MAX_PER_PAGE } from '../src/pagination';
-import type { JsonSchema } from './route';
+import { query, type ArgSource } from './route';
 
 /**
  * The one page envelope of the REST surface: `{ items, page, per_page, total }`,
@@ -13,43 +13,12 @@ export interface PageBody<T = unknown> {
   total: number;
 }
 
-/** The `page` and `per_page` query parameters (bounds as checkPage enforces them). */
-export function pageQuery(defaultPerPage: number): JsonSchema {
+/** The `page` and `per_page` query parameters of a list route, as its field's `page` and `perPage` (bounds as checkPage enforces them). */
+export function pageArgs(): Record<'page' | 'perPage', ArgSource> {
   return {
-    type: 'object',
-    additionalProperties: false,
-    properties: {
-      page: { type: 'integer', minimum: 1, default: 1, description: 'Page number, from 1' },
-      per_page: {
-        type: 'integer',
-        minimum: 1,
-        maximum: MAX_PER_PAGE,
-        default: defaultPerPage,
-        description: `Items per page, 1 to ${MAX_PER_PAGE}`,
-      },
-    },
+    page: query('page', { minimum: 1, description: 'Page number, from 1' }),
+    perPage: query('per_page', { minimum: 1, maximum: MAX_PER_PAGE, description: `Items per page, 1 to ${MAX_PER_PAGE}` }),
   };
-}
-
-export function pageEnvelope(item: JsonSchema): JsonSchema {
-  return {
-    type: 'object',
-    required: ['items', 'page', 'per_page', 'total'],
-    properties: {
-      items: { type: 'array', items: item },
-      page: { type: 'integer' },
-      per_page: { type: 'integer' },
-      total: { type: 'integer', description: 'Items on all pages' },
-    },
-  };
-}
-
-/** A service page (camelCase, as GraphQL returns it) as the REST envelope. */
-export function toPageBody<T, U>(
-  page: { items: T[]; page: number; perPage: number; total: number },
-  item: (value: T) => U,
-): PageBody<U> {
-  return { items: page.items.map(item), page: page.page, per_page: page.perPage, total: page.total };
 }
 
 /**

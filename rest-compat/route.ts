@@ -1,24 +1,32 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RestHints } from '../subgraphs/rest';
 import type { AuthKind, Deprecation, RateLimitClass } from '../src/host/types';
+import type { JsonSchema } from './shapes';
 
-export type JsonSchema = Record<string, unknown>;
+export type { JsonSchema } from './shapes';
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-/** A REST route that runs a GraphQL operation on the served schema. */
-export interface GraphQLMapping {
-  document: string;
-  variables?: (request: FastifyRequest) => Record<string, unknown>;
-  /** Maps the operation's `data` to the documented (snake_case) body. */
-  result: (data: Record<string, unknown>) => unknown;
-}
+/** Where an argument of the route's field comes from. */
+export type ArgSource =
+  | { in: 'path' | 'query'; name: string; hints?: RestHints }
+  | { in: 'body'; name: string; hints?: RestHints }
+  | { in: 'body' | 'query'; whole: true };
 
-/**
- * One documented path. Exactly one of `graphql` (the default: same resolvers as
- * GraphQL) or `raw` (routes carrying raw bytes, calling core services) is set.
- */
-export interface RestRoute {
+/** A path parameter (`:name` in the route's path). */
+export const path = (name: string, hints?: RestHints): ArgSource => ({ in: 'path', name, hints });
+/** A query parameter; its default is the argument's. */
+export const query = (name: string, hints?: RestHints): ArgSource => ({ in: 'query', name, hints });
+/** One member of the JSON body. */
+export const member = (name: string, hints?: RestHints): ArgSource => ({ in: 'body', name, hints });
+/** The whole JSON body, as the argument's input type (snake_case members). */
+export const body = (): ArgSource => ({ in: 'body', whole: true });
+/** The whole query string, as the argument's input type (for a GET that a link or beacon can send). */
+export const queryObject = (): ArgSource => ({ in: 'query', whole: true });
+
+/** What documents a route in OpenAPI. */
+interface RouteDocs {
   method: HttpMethod;
-  /** Documented path relative to the prefix, e.g. /auth/login. */
+  /** Documented path relative to the prefix, e.g. /auth/login; parameters as `:name`. */
   path: string;
   operationId: string;
   summary: string;
@@ -29,23 +37,53 @@ export interface RestRoute {
    * design); it is documented in the OpenAPI document like any other.
    */
   extension?: true;
+  deprecation?: Deprecation;
+  /** Success status; 204 sends no body. */
+  status: number;
+  /** Route-specific problem responses for the OpenAPI document: status to description. */
+  problems?: Record<number, string>;
+}
+
+/**
+ * A route that runs one root field of the served schema, so REST and GraphQL
+ * share resolvers, rules, errors and the policy layer. The route declares
+ * only what REST adds: the path, how path, query and body map to the field's
+ * arguments, and docs. Its credential requirement and budget are the field's
+ * policy; the selection, the snake_case body and both JSON schemas are
+ * derived from the GraphQL types (./shapes.ts).
+ */
+export interface GraphQLRoute extends RouteDocs {
+  /** The root field it runs: a query, or a mutation for routes that change state. */
+  field: string;
+  args?: Record<string, ArgSource>;
+  /** What a body schema says beyond the types: its title, and keywords for the object or its members. */
+  bodyHints?: { title?: string; description?: string; minProperties?: number; required?: string[]; properties?: Record<string, RestHints> };
   /**
    * The body is the page envelope `{ items, page, per_page, total }`; the
    * adapter adds its Link header (first, prev, next, last). See pagination.ts.
    */
   paginated?: true;
+  /** A selection of the field's type, only where the documented REST body shows less than the type. */
+  select?: string;
+  /** Only where the documented REST body differs from the field's type: how it is built from the derived one. */
+  answer?: { body: (derived: never) => unknown; schema: (derived: JsonSchema) => JsonSchema };
+}
+
+/**
+ * A route that carries what GraphQL cannot (redirects, cookies of a browser
+ * sign-in): it calls the domain services directly and declares its own schemas.
+ */
+export interface RawRoute extends RouteDocs {
   auth: AuthKind;
   rateLimit?: RateLimitClass;
-  deprecation?: Deprecation;
-  /** Success status; 204 sends no body. */
-  status: number;
   request?: { body?: JsonSchema; querystring?: JsonSchema; params?: JsonSchema };
-  /** The success body's schema (omit for 204 and redirects). */
+  /** The success body's schema (omit for redirects). */
   response?: JsonSchema;
-  /** Route-specific problem responses for the OpenAPI document: status to description. */
-  problems?: Record<number, string>;
-  graphql?: GraphQLMapping;
-  raw?: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  raw: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }
+
+export type RestRoute = GraphQLRoute | RawRoute;
+
+export const isRawRoute = (route: RestRoute): route is RawRoute => 'raw' in route;
 
 export const API_PREFIXES = ['/v1', '/api/v1'] as const;

@@ -1,18 +1,12 @@
-import type { FastifyRequest } from 'fastify';
-import type { JsonSchema } from './route';
+import { query, type JsonSchema } from './route';
 
 /** Shared JSON-schema fragments of the REST surface (also the OpenAPI components). */
 export const nullable = (type: string, extra: JsonSchema = {}): JsonSchema => ({ type: [type, 'null'], ...extra });
 export const dateTime: JsonSchema = { type: 'string', format: 'date-time' };
 export const uuid: JsonSchema = { type: 'string', format: 'uuid' };
 
-/** `?company_id=` of the admin routes a superadmin may point at another company. */
-export const actingCompanyId: JsonSchema = {
-  ...uuid,
-  description: "Superadmins only: the company to act on (default: the caller's own)",
-};
-export const actingCompanyQuery: JsonSchema = { type: 'object', additionalProperties: false, properties: { company_id: actingCompanyId } };
-export const actingCompanyOf = (request: FastifyRequest) => (request.query as { company_id?: string }).company_id ?? null;
+/** `?company_id=` of the admin routes a superadmin may point at another company (the field's `companyId`). */
+export const actingCompany = () => query('company_id', { format: 'uuid', description: "Superadmins only: the company to act on (default: the caller's own)" });
 
 export const problemSchema: JsonSchema = {
   type: 'object',
@@ -43,10 +37,4 @@ export const httpValidationErrorSchema: JsonSchema = {
   allOf: [{ $ref: '#/components/schemas/ProblemDetail' }],
   type: 'object',
   properties: { errors: { type: 'array', items: { $ref: '#/components/schemas/ValidationError' } } },
-};
-
-export const userSummary: JsonSchema = {
-  type: 'object',
-  required: ['id', 'email', 'role'],
-  properties: { id: uuid, email: { type: 'string' }, role: { type: 'string', enum: ['owner', 'admin', 'member'] } },
 };

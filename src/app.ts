@@ -17,7 +17,7 @@ import { docsPlugin } from './host/docs';
 import { lazyChildLogger } from './host/lazy-logger';
 import './host/types';
 import { buildSupergraph, supergraphContainer } from '../subgraphs/supergraph';
-import { restCompatPlugin } from '../rest-compat';
+import { compileRoutes, restCompatPlugin, routeTable } from '../rest-compat';
 import { buildOpenApi } from '../rest-compat/openapi';
 
 export interface BuildOptions {
@@ -101,7 +101,9 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   await app.register(rateLimitPlugin);
   await app.register(apiVersionPlugin);
   await app.register(graphqlPlugin, { supergraph });
-  await app.register(restCompatPlugin);
-  await app.register(docsPlugin, { openapi: buildOpenApi(config.publicUrl), errors: errorCatalog });
+  // The REST surface, derived from the served schema once: shapes, schemas, policies.
+  const restRoutes = compileRoutes(supergraph.schema, routeTable);
+  await app.register(restCompatPlugin, { routes: restRoutes });
+  await app.register(docsPlugin, { openapi: buildOpenApi(config.publicUrl, restRoutes), errors: errorCatalog });
   return app;
 }

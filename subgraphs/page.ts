@@ -1,4 +1,5 @@
 import { Field, Int, ObjectType, type ClassType } from 'type-graphql';
+import { Rest } from './rest';
 
 /**
  * The one pagination envelope of Atrium's lists, as GraphQL sees it:
@@ -16,6 +17,7 @@ export function PageType<T extends object>(item: ClassType<T>, name: string) {
     @Field(() => Int)
     perPage!: number;
 
+    @Rest({ description: 'Items on all pages' })
     @Field(() => Int)
     total!: number;
   }

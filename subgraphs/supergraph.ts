@@ -4,6 +4,7 @@ import {
   buildSchema,
   GraphQLEnumType,
   isEnumType,
+  isInputObjectType,
   isObjectType,
   isScalarType,
   isSpecifiedScalarType,
@@ -11,6 +12,7 @@ import {
   lexicographicSortSchema,
   printSchema,
   type GraphQLFieldConfig,
+  type GraphQLInputFieldConfig,
   type GraphQLScalarType,
   type GraphQLSchema,
 } from 'graphql';
@@ -76,6 +78,11 @@ export async function buildSupergraph(): Promise<Supergraph> {
       }
       return new GraphQLEnumType(config);
     },
+    // Input fields carry the REST adapter's hints (subgraphs/rest.ts).
+    [MapperKind.INPUT_OBJECT_FIELD]: (fieldConfig, fieldName, typeName) => {
+      const source = implementations.inputFields.get(`${typeName}.${fieldName}`);
+      return source ? { ...fieldConfig, extensions: source.extensions } : fieldConfig;
+    },
     [MapperKind.OBJECT_FIELD]: (fieldConfig, fieldName, typeName) => {
       const source = implementations.fields.get(`${typeName}.${fieldName}`);
       if (!source) return fieldConfig;
@@ -88,6 +95,7 @@ export async function buildSupergraph(): Promise<Supergraph> {
 
 function collectImplementations(subgraphs: BuiltSubgraph[]) {
   const fields = new Map<string, GraphQLFieldConfig<unknown, unknown>>();
+  const inputFields = new Map<string, GraphQLInputFieldConfig>();
   const scalars = new Map<string, GraphQLScalarType>();
   const enums = new Map<string, GraphQLEnumType>();
   for (const subgraph of subgraphs) {
@@ -97,6 +105,8 @@ function collectImplementations(subgraphs: BuiltSubgraph[]) {
         if (!isSpecifiedScalarType(type)) scalars.set(type.name, type);
       } else if (isEnumType(type)) {
         enums.set(type.name, type);
+      } else if (isInputObjectType(type)) {
+        for (const [name, field] of Object.entries(type.toConfig().fields)) inputFields.set(`${type.name}.${name}`, field);
       } else if (isObjectType(type)) {
         for (const [name, field] of Object.entries(type.toConfig().fields)) {
           // A field with its own resolver wins over an entity extension's plain key field.
@@ -106,5 +116,5 @@ function collectImplementations(subgraphs: BuiltSubgraph[]) {
       }
     }
   }
-  return { fields, scalars, enums };
+  return { fields, inputFields, scalars, enums };
 }

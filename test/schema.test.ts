@@ -6,7 +6,7 @@ import { lexicographicSortSchema, printSchema } from 'graphql';
 import { ESLint } from 'eslint';
 import { buildSubgraphs, compose } from '../subgraphs/supergraph';
 import { subgraphNames } from '../subgraphs/build-subgraph';
-import { checkArtifacts, SCHEMA_DIR } from '../subgraphs/schema-cli';
+import { checkArtifacts, SCHEMA_DIR } from '../src/schema-cli';
 import { build } from './helper';
 
 const REPO_ROOT = path.resolve(__dirname, '../..');

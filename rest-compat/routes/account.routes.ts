@@ -1,5 +1,4 @@
-import type { RestRoute } from '../route';
-import { dateTime } from '../schemas';
+import { member, type RestRoute } from '../route';
 
 /**
  * Email change and account deletion. The spec names these operations (they
@@ -27,34 +26,10 @@ export const accountRoutes: RestRoute[] = [
       `is 422. ${STEP_UP}`,
     tag: 'Authentication',
     extension: true,
-    auth: 'required',
-    rateLimit: 'auth',
     status: 202,
-    request: {
-      body: {
-        type: 'object',
-        required: ['new_email'],
-        additionalProperties: false,
-        properties: { new_email: { type: 'string', minLength: 3, maxLength: 320 } },
-      },
-    },
-    response: {
-      type: 'object',
-      required: ['new_email', 'expires_at'],
-      properties: {
-        new_email: { type: 'string', description: 'The requested address, lower-cased' },
-        expires_at: { ...dateTime, description: 'Until when the confirmation link works' },
-      },
-    },
     problems: { 403: 'step_up_required, or forbidden for an API key', 409: 'email_taken: another account uses this address' },
-    graphql: {
-      document: 'mutation RequestEmailChange($newEmail: String!) { requestEmailChange(newEmail: $newEmail) { newEmail expiresAt } }',
-      variables: (request) => ({ newEmail: (request.body as { new_email: string }).new_email }),
-      result: (data) => {
-        const r = data.requestEmailChange as { newEmail: string; expiresAt: string };
-        return { new_email: r.newEmail, expires_at: r.expiresAt };
-      },
-    },
+    field: 'requestEmailChange',
+    args: { newEmail: member('new_email', { minLength: 3, maxLength: 320 }) },
   },
   {
     method: 'DELETE',
@@ -66,9 +41,8 @@ export const accountRoutes: RestRoute[] = [
       'Answers 204 whether or not a change was pending. A company API key is refused with 403 forbidden.',
     tag: 'Authentication',
     extension: true,
-    auth: 'required',
     status: 204,
-    graphql: { document: 'mutation CancelEmailChange { cancelEmailChange }', result: () => undefined },
+    field: 'cancelEmailChange',
   },
   {
     method: 'POST',
@@ -83,27 +57,14 @@ export const accountRoutes: RestRoute[] = [
       'now on, and the change is audited as user.email_changed. Spends the auth rate-limit budget.',
     tag: 'Authentication',
     extension: true,
-    auth: 'public',
-    rateLimit: 'auth',
     status: 204,
-    request: {
-      body: {
-        type: 'object',
-        required: ['token'],
-        additionalProperties: false,
-        properties: { token: { type: 'string', minLength: 1, maxLength: 512, description: 'The token parameter of the link' } },
-      },
-    },
     problems: {
       400: 'email_change_token_invalid: unknown, used, replaced or expired',
       403: 'forbidden: the account is suspended',
       409: 'email_taken: another account uses the address now',
     },
-    graphql: {
-      document: 'mutation ConfirmEmailChange($token: String!) { confirmEmailChange(token: $token) }',
-      variables: (request) => ({ token: (request.body as { token: string }).token }),
-      result: () => undefined,
-    },
+    field: 'confirmEmailChange',
+    args: { token: member('token', { minLength: 1, maxLength: 512, description: 'The token parameter of the link' }) },
   },
   {
     method: 'POST',
@@ -119,18 +80,9 @@ export const accountRoutes: RestRoute[] = [
       `company stays. ${STEP_UP}`,
     tag: 'Authentication',
     extension: true,
-    auth: 'required',
     status: 202,
-    response: {
-      type: 'object',
-      required: ['scheduled_for'],
-      properties: { scheduled_for: { ...dateTime, description: 'When the account is deleted unless cancelled before' } },
-    },
     problems: { 403: 'step_up_required, or forbidden for an API key', 409: 'conflict: the only owner of a company with other users' },
-    graphql: {
-      document: 'mutation RequestAccountDeletion { requestAccountDeletion { scheduledFor } }',
-      result: (data) => ({ scheduled_for: (data.requestAccountDeletion as { scheduledFor: string }).scheduledFor }),
-    },
+    field: 'requestAccountDeletion',
   },
   {
     method: 'DELETE',
@@ -142,9 +94,8 @@ export const accountRoutes: RestRoute[] = [
       'when no deletion is scheduled. A company API key is refused with 403 forbidden.',
     tag: 'Authentication',
     extension: true,
-    auth: 'required',
     status: 204,
     problems: { 403: 'forbidden for an API key', 409: 'conflict: no deletion is scheduled' },
-    graphql: { document: 'mutation CancelAccountDeletion { cancelAccountDeletion }', result: () => undefined },
+    field: 'cancelAccountDeletion',
   },
 ];

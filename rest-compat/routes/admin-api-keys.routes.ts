@@ -1,45 +1,6 @@
-import type { RestRoute } from '../route';
-import { pageEnvelope, pageQuery, toPageBody } from '../pagination';
-import { dateTime, nullable, uuid } from '../schemas';
+import { body, path, type JsonSchema, type RestRoute } from '../route';
+import { pageArgs } from '../pagination';
 import { API_KEYS_PER_PAGE, MAX_ACTIVE_API_KEYS } from '../../src/domains/identity';
-
-interface ApiKeyData {
-  id: string;
-  name: string;
-  prefix: string;
-  createdBy: { id: string; email: string } | null;
-  createdAt: string;
-  lastUsedAt: string | null;
-}
-
-const KEY_FIELDS = 'id name prefix createdBy { id email } createdAt lastUsedAt';
-
-const apiKey = {
-  type: 'object',
-  required: ['id', 'name', 'prefix', 'created_by', 'created_at', 'last_used_at'],
-  properties: {
-    id: uuid,
-    name: { type: 'string' },
-    prefix: { type: 'string', description: 'The first characters of the key, to tell keys apart' },
-    created_by: {
-      type: ['object', 'null'],
-      description: 'The user who created the key; null when made from the command line or by another key',
-      required: ['id', 'email'],
-      properties: { id: uuid, email: { type: 'string' } },
-    },
-    created_at: dateTime,
-    last_used_at: nullable('string', { format: 'date-time', description: 'Updated at most about once a minute' }),
-  },
-};
-
-const keyBody = (k: ApiKeyData) => ({
-  id: k.id,
-  name: k.name,
-  prefix: k.prefix,
-  created_by: k.createdBy,
-  created_at: k.createdAt,
-  last_used_at: k.lastUsedAt,
-});
 
 const WHO = 'Owners and admins of the company and its API keys; a member gets 403.';
 
@@ -54,22 +15,11 @@ export const adminApiKeyRoutes: RestRoute[] = [
       "The caller's company's active (not revoked) API keys, newest first, paged (per_page defaults to " +
       `${API_KEYS_PER_PAGE}; a Link header gives first, prev, next and last). Never the key or its hash. ${WHO}`,
     tag: 'Administration',
-    paginated: true,
-    auth: 'required',
     status: 200,
-    request: { querystring: pageQuery(API_KEYS_PER_PAGE) },
-    response: pageEnvelope(apiKey),
     problems: { 403: 'The caller is not an owner or admin' },
-    graphql: {
-      document: `query ApiKeys($page: Int!, $perPage: Int!) { apiKeys(page: $page, perPage: $perPage) {
-        items { ${KEY_FIELDS} } page perPage total } }`,
-      variables: (request) => {
-        const q = request.query as { page: number; per_page: number };
-        return { page: q.page, perPage: q.per_page };
-      },
-      result: (data) =>
-        toPageBody(data.apiKeys as { items: ApiKeyData[]; page: number; perPage: number; total: number }, keyBody),
-    },
+    field: 'apiKeys',
+    args: pageArgs(),
+    paginated: true,
   },
   {
     method: 'POST',
@@ -81,28 +31,21 @@ export const adminApiKeyRoutes: RestRoute[] = [
       `its SHA-256 hash is stored. A company holds at most ${MAX_ACTIVE_API_KEYS} active keys (409 ` +
       `api_key_limit_reached). Audited api_key.created. ${WHO}`,
     tag: 'Administration',
-    auth: 'required',
     status: 201,
-    request: {
-      body: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['name'],
-        properties: { name: { type: 'string', minLength: 1, maxLength: 200 } },
-      },
-    },
-    response: {
-      ...apiKey,
-      required: [...apiKey.required, 'key'],
-      properties: { ...apiKey.properties, key: { type: 'string', description: 'The plaintext key; shown once, never again' } },
-    },
     problems: { 403: 'The caller is not an owner or admin', 409: 'The company already holds the maximum of active keys' },
-    graphql: {
-      document: `mutation CreateApiKey($input: ApiKeyCreateInput!) { createApiKey(input: $input) { key apiKey { ${KEY_FIELDS} } } }`,
-      variables: (request) => ({ input: { name: (request.body as { name: string }).name } }),
-      result: (data) => {
-        const r = data.createApiKey as { key: string; apiKey: ApiKeyData };
-        return { ...keyBody(r.apiKey), key: r.key };
+    field: 'createApiKey',
+    args: { input: body() },
+    // The documented body is the key's listing with the plaintext beside it, not nested.
+    answer: {
+      body: ({ api_key: apiKey, key }: { api_key: Record<string, unknown>; key: string }) => ({ ...apiKey, key }),
+      schema: (derived) => {
+        const properties = derived.properties as Record<string, JsonSchema>;
+        const listed = properties.api_key!;
+        return {
+          ...listed,
+          required: [...(listed.required as string[]), 'key'],
+          properties: { ...(listed.properties as Record<string, JsonSchema>), key: properties.key },
+        };
       },
     },
   },
@@ -116,14 +59,9 @@ export const adminApiKeyRoutes: RestRoute[] = [
       'subscriptions are closed (4401). A key of another company (unless the caller is a platform superadmin), or ' +
       `one already revoked, is 404. Audited api_key.revoked. ${WHO}`,
     tag: 'Administration',
-    auth: 'required',
     status: 204,
-    request: { params: { type: 'object', required: ['key_id'], properties: { key_id: uuid } } },
     problems: { 403: 'The caller is not an owner or admin', 404: 'No such active key in the caller\'s company' },
-    graphql: {
-      document: 'mutation RevokeApiKey($id: ID!) { revokeApiKey(id: $id) }',
-      variables: (request) => ({ id: (request.params as { key_id: string }).key_id }),
-      result: () => undefined,
-    },
+    field: 'revokeApiKey',
+    args: { id: path('key_id', { format: 'uuid' }) },
   },
 ];

@@ -1,34 +1,28 @@
-import type { JsonSchema, RestRoute } from '../route';
-import { dateTime, nullable, userSummary, uuid } from '../schemas';
+import { body, type JsonSchema, type RestRoute } from '../route';
+import { nullable, uuid, dateTime } from '../schemas';
 
-const tokenPair = {
-  access_token: { type: 'string', description: 'HS256 JWT, valid 15 minutes' },
-  refresh_token: { type: 'string', description: 'Valid 30 days; rotated on every refresh' },
-};
-
-export interface ViewerData {
+/** The viewer as the derived body has it: snake_case, enum values lower-case. */
+interface ViewerBody {
   role: string;
-  authMethod: string;
-  company: { id: string; name: string; plan: { id: string; name: string; monthlyCredits: number } };
+  auth_method: string;
+  company: { id: string; name: string; plan: { id: string; name: string; monthly_credits: number } };
   user: null | {
     id: string;
     email: string;
     name: string | null;
     status: string;
-    createdAt: string;
-    lastLoginAt: string | null;
-    mfaEnabled: boolean;
-    deletionScheduledFor: string | null;
+    created_at: string;
+    last_login_at: string | null;
+    mfa_enabled: boolean;
+    deletion_scheduled_for: string | null;
   };
-  apiKey: null | { id: string; name: string; prefix: string; createdAt: string };
+  api_key: null | { id: string; name: string; prefix: string; created_at: string };
 }
 
-/**
- * GET and PATCH /me/profile answer the same body: a field of the profile goes
- * into these selections, profileResponse and profileBody once.
- */
-export const PROFILE_USER_FIELDS = 'id email name status createdAt lastLoginAt mfaEnabled deletionScheduledFor';
-export const PROFILE_COMPANY_FIELDS = 'company { id name plan { id name monthlyCredits } }';
+/** The documented profile flattens the viewer: the user's fields at the top, the key beside them. */
+export const PROFILE_SELECTION =
+  'role authMethod company { id name plan { id name monthlyCredits } } ' +
+  'user { id email name status createdAt lastLoginAt mfaEnabled deletionScheduledFor } apiKey { id name prefix createdAt }';
 
 export const profileResponse: JsonSchema = {
   type: 'object',
@@ -68,27 +62,26 @@ export const profileResponse: JsonSchema = {
   },
 };
 
-export function profileBody(me: ViewerData) {
-  const { user, apiKey, company } = me;
+export function profileBody(me: ViewerBody) {
+  const { user, api_key: apiKey, company } = me;
   return {
     id: user?.id ?? null,
     email: user?.email ?? null,
     name: user?.name ?? null,
-    role: me.role.toLowerCase(),
-    status: user?.status.toLowerCase() ?? null,
-    auth_method: me.authMethod.toLowerCase(),
-    company: {
-      id: company.id,
-      name: company.name,
-      plan: { id: company.plan.id, name: company.plan.name, monthly_credits: company.plan.monthlyCredits },
-    },
-    created_at: user?.createdAt ?? null,
-    last_login_at: user?.lastLoginAt ?? null,
-    mfa_enabled: user?.mfaEnabled ?? null,
-    deletion_scheduled_for: user?.deletionScheduledFor ?? null,
-    api_key: apiKey ? { id: apiKey.id, name: apiKey.name, prefix: apiKey.prefix, created_at: apiKey.createdAt } : null,
+    role: me.role,
+    status: user?.status ?? null,
+    auth_method: me.auth_method,
+    company,
+    created_at: user?.created_at ?? null,
+    last_login_at: user?.last_login_at ?? null,
+    mfa_enabled: user?.mfa_enabled ?? null,
+    deletion_scheduled_for: user?.deletion_scheduled_for ?? null,
+    api_key: apiKey,
   };
 }
+
+/** Sign-in answers: the token pair and who signed in (the documented body shows the user's id, email and role only). */
+export const SIGN_IN_SELECTION = 'accessToken refreshToken user { id email role }';
 
 export const authRoutes: RestRoute[] = [
   {
@@ -103,43 +96,11 @@ export const authRoutes: RestRoute[] = [
       'accepted in place of a TOTP code, once. A suspended account is refused with 403 account_suspended, only ever ' +
       'after a correct password (and second factor).',
     tag: 'Authentication',
-    auth: 'public',
-    rateLimit: 'auth',
     status: 200,
     problems: { 403: 'account_suspended: the account is suspended' },
-    request: {
-      body: {
-        type: 'object',
-        required: ['email', 'password'],
-        additionalProperties: false,
-        properties: {
-          email: { type: 'string', minLength: 3, maxLength: 320 },
-          password: { type: 'string', minLength: 1, maxLength: 1024 },
-          totp_code: { type: 'string', maxLength: 64 },
-        },
-      },
-    },
-    response: {
-      type: 'object',
-      required: ['access_token', 'refresh_token', 'user'],
-      properties: { ...tokenPair, user: userSummary },
-    },
-    graphql: {
-      document:
-        'mutation Login($input: LoginInput!) { login(input: $input) { accessToken refreshToken user { id email role } } }',
-      variables: (request) => {
-        const body = request.body as { email: string; password: string; totp_code?: string };
-        return { input: { email: body.email, password: body.password, totpCode: body.totp_code ?? null } };
-      },
-      result: (data) => {
-        const r = data.login as { accessToken: string; refreshToken: string; user: { id: string; email: string; role: string } };
-        return {
-          access_token: r.accessToken,
-          refresh_token: r.refreshToken,
-          user: { id: r.user.id, email: r.user.email, role: r.user.role.toLowerCase() },
-        };
-      },
-    },
+    field: 'login',
+    args: { input: body() },
+    select: SIGN_IN_SELECTION,
   },
   {
     method: 'POST',
@@ -150,27 +111,9 @@ export const authRoutes: RestRoute[] = [
       'Issues a new token pair; the presented refresh token stops working at once. Of concurrent ' +
       'refreshes with one token exactly one succeeds; the others get 401 token_invalid.',
     tag: 'Authentication',
-    auth: 'public',
-    rateLimit: 'auth',
     status: 200,
-    request: {
-      body: {
-        type: 'object',
-        required: ['refresh_token'],
-        additionalProperties: false,
-        properties: { refresh_token: { type: 'string', minLength: 1, maxLength: 512 } },
-      },
-    },
-    response: { type: 'object', required: ['access_token', 'refresh_token'], properties: tokenPair },
-    graphql: {
-      document:
-        'mutation Refresh($input: RefreshTokenInput!) { refreshToken(input: $input) { accessToken refreshToken } }',
-      variables: (request) => ({ input: { refreshToken: (request.body as { refresh_token: string }).refresh_token } }),
-      result: (data) => {
-        const r = data.refreshToken as { accessToken: string; refreshToken: string };
-        return { access_token: r.accessToken, refresh_token: r.refreshToken };
-      },
-    },
+    field: 'refreshToken',
+    args: { input: body() },
   },
   {
     method: 'POST',
@@ -181,10 +124,8 @@ export const authRoutes: RestRoute[] = [
       "Ends the caller's session: its refresh token and access tokens stop working at once, and the " +
       'service_token cookie is cleared. Other sessions stay valid.',
     tag: 'Authentication',
-    auth: 'required',
-    rateLimit: 'auth',
     status: 204,
-    graphql: { document: 'mutation Logout { logout }', result: () => undefined },
+    field: 'logout',
   },
   {
     method: 'GET',
@@ -195,16 +136,9 @@ export const authRoutes: RestRoute[] = [
       'For a user: who they are and their company. For a company API key (no user context): the key ' +
       'and its company, with the effective role admin; the user fields are null.',
     tag: 'Authentication',
-    auth: 'required',
     status: 200,
-    response: profileResponse,
-    graphql: {
-      document: `query Profile { me {
-        role authMethod ${PROFILE_COMPANY_FIELDS}
-        user { ${PROFILE_USER_FIELDS} }
-        apiKey { id name prefix createdAt }
-      } }`,
-      result: (data) => profileBody(data.me as ViewerData),
-    },
+    field: 'me',
+    select: PROFILE_SELECTION,
+    answer: { body: profileBody, schema: () => profileResponse },
   },
 ];

@@ -1,52 +1,13 @@
-import type { RestRoute } from '../route';
-import { dateTime, nullable, uuid } from '../schemas';
-import { pageEnvelope, pageQuery, toPageBody } from '../pagination';
+import { body, path, type RestRoute } from '../route';
+import { pageArgs } from '../pagination';
 import { SESSIONS_PER_PAGE } from '../../src/domains/identity';
-import { PROFILE_COMPANY_FIELDS, PROFILE_USER_FIELDS, profileBody, profileResponse, type ViewerData } from './auth.routes';
+import { profileBody, profileResponse } from './auth.routes';
 
 /**
  * The caller's own account: sessions and profile edits. GET /me/profile lives
  * with the other authentication routes (auth.routes.ts). All of these need a
  * signed-in user: a company API key has no sessions and no profile (403 forbidden).
  */
-
-/** A session as GraphQL answers it; shared with the admin session lists. */
-export interface SessionData {
-  id: string;
-  device: string | null;
-  userAgent: string | null;
-  ip: string | null;
-  createdAt: string;
-  lastSeenAt: string;
-  current: boolean;
-}
-
-/** A session as REST answers it (GET /me/sessions, GET /admin/users/{user_id}/sessions). */
-export const sessionSchema = {
-  type: 'object',
-  required: ['id', 'device', 'user_agent', 'ip', 'created_at', 'last_seen_at', 'current'],
-  properties: {
-    id: uuid,
-    device: nullable('string', {
-      description: 'Browser and OS family (or tool name) read from the user agent, e.g. "Firefox on Linux"; null when unknown',
-    }),
-    user_agent: nullable('string', { description: 'The User-Agent header sent at sign-in (first 512 characters)' }),
-    ip: nullable('string', { description: 'Client IP address at sign-in' }),
-    created_at: dateTime,
-    last_seen_at: { ...dateTime, description: 'Last request on this session (updated at most about once a minute)' },
-    current: { type: 'boolean', description: 'The session of the access token making this request' },
-  },
-};
-
-export const sessionBody = (s: SessionData) => ({
-  id: s.id,
-  device: s.device,
-  user_agent: s.userAgent,
-  ip: s.ip,
-  created_at: s.createdAt,
-  last_seen_at: s.lastSeenAt,
-  current: s.current,
-});
 
 const API_KEY_REFUSED = 'A company API key has no sessions and is refused with 403 forbidden.';
 
@@ -62,22 +23,10 @@ export const meRoutes: RestRoute[] = [
       `current marks the session of the calling access token. ${API_KEY_REFUSED}`,
     tag: 'Authentication',
     extension: true,
-    paginated: true,
-    auth: 'required',
     status: 200,
-    request: { querystring: pageQuery(SESSIONS_PER_PAGE) },
-    response: pageEnvelope(sessionSchema),
-    graphql: {
-      document: `query MySessions($page: Int!, $perPage: Int!) { mySessions(page: $page, perPage: $perPage) {
-        items { id device userAgent ip createdAt lastSeenAt current } page perPage total
-      } }`,
-      variables: (request) => {
-        const q = request.query as { page: number; per_page: number };
-        return { page: q.page, perPage: q.per_page };
-      },
-      result: (data) =>
-        toPageBody(data.mySessions as { items: SessionData[]; page: number; perPage: number; total: number }, sessionBody),
-    },
+    field: 'mySessions',
+    args: pageArgs(),
+    paginated: true,
   },
   {
     method: 'DELETE',
@@ -90,16 +39,9 @@ export const meRoutes: RestRoute[] = [
       `session of the caller answers 404 not_found. ${API_KEY_REFUSED}`,
     tag: 'Authentication',
     extension: true,
-    auth: 'required',
     status: 204,
-    request: {
-      params: { type: 'object', required: ['session_id'], properties: { session_id: uuid } },
-    },
-    graphql: {
-      document: 'mutation RevokeSession($id: ID!) { revokeSession(id: $id) }',
-      variables: (request) => ({ id: (request.params as { session_id: string }).session_id }),
-      result: () => undefined,
-    },
+    field: 'revokeSession',
+    args: { id: path('session_id', { format: 'uuid' }) },
   },
   {
     method: 'POST',
@@ -111,12 +53,12 @@ export const meRoutes: RestRoute[] = [
       'their access and refresh tokens are refused and their subscriptions closed. The service_token ' +
       `cookie is cleared. revoked is the number of sessions ended. ${API_KEY_REFUSED}`,
     tag: 'Authentication',
-    auth: 'required',
     status: 200,
-    response: { type: 'object', required: ['revoked'], properties: { revoked: { type: 'integer' } } },
-    graphql: {
-      document: 'mutation RevokeAllSessions { revokeAllSessions }',
-      result: (data) => ({ revoked: data.revokeAllSessions as number }),
+    field: 'revokeAllSessions',
+    // The field answers the count; the documented body names it.
+    answer: {
+      body: (revoked: number) => ({ revoked }),
+      schema: (count) => ({ type: 'object', required: ['revoked'], properties: { revoked: count } }),
     },
   },
   {
@@ -130,28 +72,16 @@ export const meRoutes: RestRoute[] = [
       'A company API key has no profile and is refused with 403 forbidden.',
     tag: 'Authentication',
     extension: true,
-    auth: 'required',
     status: 200,
-    request: {
-      body: {
-        type: 'object',
-        required: ['name'],
-        additionalProperties: false,
-        properties: {
-          name: nullable('string', { description: 'Display name, 1 to 200 characters once trimmed; null clears it' }),
-        },
-      },
-    },
-    response: profileResponse,
-    graphql: {
-      document: `mutation UpdateProfile($input: UpdateProfileInput!) { updateMyProfile(input: $input) {
-        role ${PROFILE_USER_FIELDS} ${PROFILE_COMPANY_FIELDS}
-      } }`,
-      variables: (request) => ({ input: { name: (request.body as { name: string | null }).name } }),
-      result: (data) => {
-        const { company, role, ...user } = data.updateMyProfile as NonNullable<ViewerData['user']> & Pick<ViewerData, 'role' | 'company'>;
-        return profileBody({ role, authMethod: 'session', company, user, apiKey: null });
-      },
+    field: 'updateMyProfile',
+    args: { input: body() },
+    bodyHints: { required: ['name'] },
+    select: 'role id email name status createdAt lastLoginAt mfaEnabled deletionScheduledFor company { id name plan { id name monthlyCredits } }',
+    // The documented answer is the profile, as GET /me/profile has it.
+    answer: {
+      body: (user: Parameters<typeof profileBody>[0]['user'] & { role: string; company: Parameters<typeof profileBody>[0]['company'] }) =>
+        profileBody({ role: user.role, auth_method: 'session', company: user.company, user, api_key: null }),
+      schema: () => profileResponse,
     },
   },
 ];

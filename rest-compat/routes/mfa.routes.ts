@@ -1,12 +1,4 @@
-import type { RestRoute } from '../route';
-import { dateTime, nullable } from '../schemas';
-
-const totpCode = {
-  type: 'string',
-  minLength: 1,
-  maxLength: 64,
-  description: 'A 6-digit code from the authenticator app (or, at login and step-up, a recovery code)',
-};
+import { body, member, type RestRoute } from '../route';
 
 export const mfaRoutes: RestRoute[] = [
   {
@@ -20,31 +12,8 @@ export const mfaRoutes: RestRoute[] = [
       'recovery codes only as hashes. MFA is not on until POST /me/mfa/verify confirms a current code. Calling it ' +
       'again before verifying replaces the secret and the codes; once MFA is on it answers 409 (disable first).',
     tag: 'Authentication',
-    auth: 'required',
     status: 200,
-    response: {
-      type: 'object',
-      required: ['otpauth_uri', 'qr_code', 'secret', 'recovery_codes'],
-      properties: {
-        otpauth_uri: { type: 'string', description: 'otpauth://totp/Atrium:<email>?secret=…&issuer=Atrium' },
-        qr_code: { type: 'string', description: 'data:image/png;base64,… of the URI' },
-        secret: { type: 'string', description: 'The base32 secret, for apps that cannot scan' },
-        recovery_codes: {
-          type: 'array',
-          minItems: 8,
-          maxItems: 8,
-          items: { type: 'string' },
-          description: 'Single-use codes that replace a TOTP code at login or step-up',
-        },
-      },
-    },
-    graphql: {
-      document: 'mutation SetupMfa { setupMfa { otpauthUri qrCode secret recoveryCodes } }',
-      result: (data) => {
-        const r = data.setupMfa as { otpauthUri: string; qrCode: string; secret: string; recoveryCodes: string[] };
-        return { otpauth_uri: r.otpauthUri, qr_code: r.qrCode, secret: r.secret, recovery_codes: r.recoveryCodes };
-      },
-    },
+    field: 'setupMfa',
   },
   {
     method: 'POST',
@@ -55,29 +24,10 @@ export const mfaRoutes: RestRoute[] = [
       'Turns MFA on when totp_code is a current code of the secret from POST /me/mfa/setup (one 30-second step of ' +
       'clock skew either way). A wrong code is 422; without a pending enrolment, or with MFA already on, 409.',
     tag: 'Authentication',
-    auth: 'required',
-    rateLimit: 'auth',
     status: 200,
-    request: {
-      body: {
-        type: 'object',
-        required: ['totp_code'],
-        additionalProperties: false,
-        properties: { totp_code: totpCode },
-      },
-    },
-    response: {
-      type: 'object',
-      required: ['mfa_enabled', 'enabled_at'],
-      properties: { mfa_enabled: { type: 'boolean' }, enabled_at: nullable('string', { format: 'date-time' }) },
-    },
-    graphql: {
-      document: 'mutation VerifyMfa($code: String!) { verifyMfa(code: $code) { enabled enabledAt } }',
-      variables: (request) => ({ code: (request.body as { totp_code: string }).totp_code }),
-      result: (data) => {
-        const r = data.verifyMfa as { enabled: boolean; enabledAt: string | null };
-        return { mfa_enabled: r.enabled, enabled_at: r.enabledAt };
-      },
+    field: 'verifyMfa',
+    args: {
+      code: member('totp_code', { minLength: 1, maxLength: 64, description: 'A 6-digit code from the authenticator app' }),
     },
   },
   {
@@ -90,9 +40,8 @@ export const mfaRoutes: RestRoute[] = [
       '(login or POST /auth/step-up), otherwise 403 step_up_required. 409 when MFA is not on.',
     tag: 'Authentication',
     extension: true,
-    auth: 'required',
     status: 204,
-    graphql: { document: 'mutation DisableMfa { disableMfa }', result: () => undefined },
+    field: 'disableMfa',
   },
   {
     method: 'POST',
@@ -106,40 +55,8 @@ export const mfaRoutes: RestRoute[] = [
       'is 401 invalid_credentials; a missing second factor 401 mfa_required, a wrong one 401 mfa_invalid; an API ' +
       'key, which has no session, 400.',
     tag: 'Authentication',
-    auth: 'required',
-    rateLimit: 'auth',
     status: 200,
-    request: {
-      body: {
-        type: 'object',
-        required: ['password'],
-        additionalProperties: false,
-        properties: {
-          password: { type: 'string', minLength: 1, maxLength: 1024 },
-          totp_code: totpCode,
-        },
-      },
-    },
-    response: {
-      type: 'object',
-      required: ['access_token', 'authenticated_at', 'step_up_expires_at'],
-      properties: {
-        access_token: { type: 'string', description: 'HS256 JWT for the same session, valid 15 minutes' },
-        authenticated_at: dateTime,
-        step_up_expires_at: { ...dateTime, description: 'Sensitive operations are allowed until then' },
-      },
-    },
-    graphql: {
-      document:
-        'mutation StepUp($input: StepUpInput!) { stepUp(input: $input) { accessToken authenticatedAt stepUpExpiresAt } }',
-      variables: (request) => {
-        const body = request.body as { password: string; totp_code?: string };
-        return { input: { password: body.password, totpCode: body.totp_code ?? null } };
-      },
-      result: (data) => {
-        const r = data.stepUp as { accessToken: string; authenticatedAt: string; stepUpExpiresAt: string };
-        return { access_token: r.accessToken, authenticated_at: r.authenticatedAt, step_up_expires_at: r.stepUpExpiresAt };
-      },
-    },
+    field: 'stepUp',
+    args: { input: body() },
   },
 ];

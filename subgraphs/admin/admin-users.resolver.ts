@@ -1,5 +1,6 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Access } from '../policy/access';
+import { Rest } from '../rest';
 import {
   ADMIN_USERS_PER_PAGE,
   SESSIONS_PER_PAGE,
@@ -141,6 +142,7 @@ export class AdminUsersResolver {
     return this.users.disableMfa(ctx.principal, userId, ctx.meta);
   }
 
+  @Rest({ format: 'uuid' })
   @FieldResolver(() => ID)
   companyId(@Root() user: User): string {
     return user.company.id;
@@ -152,6 +154,7 @@ export class AdminUsersResolver {
     return { id: user.company.id, name: company?.name ?? '' };
   }
 
+  @Rest({ description: 'Sessions neither revoked nor expired' })
   @FieldResolver(() => Int, { description: 'Sessions neither revoked nor expired; batched per request' })
   activeSessionCount(@Root() user: User, @Ctx() ctx: GraphQLContext): Promise<number> {
     return ctx.loaders.of(this.activeSessionCounts).load(user.id);

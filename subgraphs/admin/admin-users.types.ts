@@ -1,8 +1,11 @@
 import { Field, ID, InputType, Int, ObjectType } from 'type-graphql';
 import { PageType } from '../page';
+import { Rest } from '../rest';
+import { roles, userStatuses } from '../../src/domains/identity';
 
 @ObjectType('AdminUserCompany', { description: 'The company a user belongs to, as administration lists show it' })
 export class AdminUserCompanyType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 
@@ -12,6 +15,7 @@ export class AdminUserCompanyType {
 
 @ObjectType('AdminUser', { description: 'A user as company administrators see it' })
 export class AdminUserType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 
@@ -21,9 +25,11 @@ export class AdminUserType {
   @Field(() => String, { nullable: true })
   name!: string | null;
 
+  @Rest({ enum: roles })
   @Field({ description: 'owner, admin or member' })
   role!: string;
 
+  @Rest({ enum: userStatuses })
   @Field({ description: 'active or suspended' })
   status!: string;
 
@@ -47,6 +53,7 @@ export const AdminUserPageType = PageType(AdminUserType, 'AdminUserPage');
 
 @ObjectType('AdminUserSession', { description: 'One active session of a user, as administrators see it' })
 export class AdminUserSessionType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 
@@ -100,6 +107,7 @@ export class AdminUsageTotalsType {
 
 @ObjectType('AdminUserUsage', { description: "A user's usage over the last `days` days, by model, with totals" })
 export class AdminUserUsageType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   userId!: string;
 
@@ -118,6 +126,7 @@ export class AdminUserUsageType {
 
 @ObjectType('AdminPasswordReset', { description: 'A password reset link mailed to a user' })
 export class AdminPasswordResetType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   userId!: string;
 
@@ -127,6 +136,7 @@ export class AdminPasswordResetType {
 
 @ObjectType('AdminForceLogout')
 export class AdminForceLogoutType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   userId!: string;
 
@@ -136,12 +146,15 @@ export class AdminForceLogoutType {
 
 @InputType('AdminUserPatchInput', { description: 'Fields to change; omitted fields stay as they are' })
 export class AdminUserPatchInput {
+  @Rest({ maxLength: 400, nullable: true })
   @Field(() => String, { nullable: true, description: '1 to 200 characters once trimmed; null clears it' })
   name?: string | null;
 
+  @Rest({ enum: roles })
   @Field(() => String, { nullable: true, description: 'owner, admin or member (only an owner grants owner)' })
   role?: string | null;
 
+  @Rest({ enum: userStatuses })
   @Field(() => String, { nullable: true, description: 'active or suspended (suspending ends every session)' })
   status?: string | null;
 }

@@ -1,5 +1,6 @@
 import { Arg, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { Access } from '../policy/access';
+import { Rest } from '../rest';
 import { checkPage } from '../../src/pagination';
 import { API_KEYS_PER_PAGE, type ApiKey, type ApiKeyAdminService, type IdentityApi, type IdentityService } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
@@ -8,6 +9,7 @@ import { PageType } from '../page';
 
 @ObjectType('ApiKeyCreator', { description: 'The user who created an API key' })
 export class ApiKeyCreatorType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 
@@ -17,6 +19,7 @@ export class ApiKeyCreatorType {
 
 @ObjectType('ApiKey', { description: 'A company API key; the key itself is shown only once, at creation' })
 export class ApiKeyType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 
@@ -40,12 +43,14 @@ export class CreatedApiKeyType {
   @Field(() => ApiKeyType)
   apiKey!: ApiKey;
 
+  @Rest({ description: 'The plaintext key; shown once, never again' })
   @Field({ description: 'The plaintext key (svc_…); shown here once and never again' })
   key!: string;
 }
 
 @InputType('ApiKeyCreateInput')
 export class ApiKeyCreateInput {
+  @Rest({ minLength: 1, maxLength: 200 })
   @Field({ description: '1 to 200 characters' })
   name!: string;
 }

@@ -1,5 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
+import { Rest } from '../rest';
 import { checkPage } from '../../src/pagination';
 import { COMPANIES_PER_PAGE, COMPANY_AUDIT_PER_PAGE, type CompanyAdminService, type IdentityApi } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
@@ -9,6 +10,7 @@ import { AuditEventPageType, AuditEventType } from './types';
 
 @ObjectType('AdminCompany', { description: 'A company as its administrators (and platform superadmins) see it' })
 export class AdminCompanyType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 
@@ -26,36 +28,44 @@ export const AdminCompanyPageType = PageType(AdminCompanyType, 'AdminCompanyPage
 
 @InputType('CompanyPatchInput', { description: 'Fields to change; omitted or null fields stay as they are' })
 export class CompanyPatchInput {
+  @Rest({ minLength: 1, maxLength: 200 })
   @Field(() => String, { nullable: true, description: '1 to 200 characters' })
   name?: string | null;
 
+  @Rest({ minLength: 1, maxLength: 64 })
   @Field(() => String, { nullable: true, description: 'An existing plan id; platform superadmins only' })
   planId?: string | null;
 }
 
 @ObjectType('UserStatusCounts')
 export class UserStatusCountsType {
+  @Rest({ minimum: 0 })
   @Field(() => Int)
   active!: number;
 
+  @Rest({ minimum: 0 })
   @Field(() => Int)
   suspended!: number;
 }
 
 @ObjectType('UserRoleCounts')
 export class UserRoleCountsType {
+  @Rest({ minimum: 0 })
   @Field(() => Int)
   owner!: number;
 
+  @Rest({ minimum: 0 })
   @Field(() => Int)
   admin!: number;
 
+  @Rest({ minimum: 0 })
   @Field(() => Int)
   member!: number;
 }
 
 @ObjectType('UserCounts')
 export class UserCountsType {
+  @Rest({ minimum: 0 })
   @Field(() => Int)
   total!: number;
 
@@ -68,18 +78,22 @@ export class UserCountsType {
 
 @ObjectType('AdminOverview', { description: "Counts of the caller's company for the administration dashboard" })
 export class AdminOverviewType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   companyId!: string;
 
   @Field(() => UserCountsType)
   users!: UserCountsType;
 
+  @Rest({ minimum: 0 })
   @Field(() => Int, { description: 'Invitations pending and not yet expired' })
   pendingInvitations!: number;
 
+  @Rest({ minimum: 0 })
   @Field(() => Int, { description: 'Sessions neither revoked nor expired' })
   activeSessions!: number;
 
+  @Rest({ minimum: 0 })
   @Field(() => Int, { description: 'API keys not revoked' })
   activeApiKeys!: number;
 

@@ -1,13 +1,26 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
+import { Rest } from '../rest';
 import type { GraphQLContext } from '../context';
-import type { ConnectorService, ConnectorsApi } from '../../src/domains/connectors';
+import {
+  CLIENT_ID_MAX,
+  CLIENT_SECRET_MAX,
+  connectorNames,
+  SYNC_INTERVAL_BOUNDS,
+  TENANT_MAX,
+  type ConnectorService,
+  type ConnectorsApi,
+} from '../../src/domains/connectors';
+
+const syncInterval = { minimum: SYNC_INTERVAL_BOUNDS.min, maximum: SYNC_INTERVAL_BOUNDS.max };
 
 @ObjectType('Connector', { description: "A company's configuration of one cloud-storage connector (google_drive, onedrive)" })
 export class ConnectorType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   companyId!: string;
 
+  @Rest({ enum: connectorNames })
   @Field({ description: 'google_drive (consumer accounts) or onedrive (workplace accounts)' })
   name!: string;
 
@@ -23,6 +36,7 @@ export class ConnectorType {
   @Field(() => String, { nullable: true, description: 'onedrive only: the Microsoft tenant (null: common)' })
   tenant!: string | null;
 
+  @Rest(syncInterval)
   @Field(() => Int, { description: 'Minutes between automatic syncs, 15 to 1440 (default 60)' })
   syncIntervalMinutes!: number;
 
@@ -35,18 +49,23 @@ export class ConnectorType {
 
 @InputType('ConnectorInput', { description: 'A partial update: fields left out keep their value; null clears' })
 export class ConnectorInput {
+  @Rest({ description: 'Enabling needs client_id and client_secret set (422 otherwise)' })
   @Field(() => Boolean, { nullable: true, description: 'Enabling needs clientId and clientSecret set' })
   enabled?: boolean | null;
 
+  @Rest({ maxLength: CLIENT_ID_MAX, nullable: true })
   @Field(() => String, { nullable: true })
   clientId?: string | null;
 
+  @Rest({ maxLength: CLIENT_SECRET_MAX, nullable: true })
   @Field(() => String, { nullable: true, description: 'Stored encrypted; never returned' })
   clientSecret?: string | null;
 
+  @Rest({ maxLength: TENANT_MAX, nullable: true })
   @Field(() => String, { nullable: true, description: 'onedrive only: tenant id, domain, common, organizations or consumers' })
   tenant?: string | null;
 
+  @Rest(syncInterval)
   @Field(() => Int, { nullable: true, description: '15 to 1440' })
   syncIntervalMinutes?: number | null;
 }

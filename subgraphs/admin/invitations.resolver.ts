@@ -1,26 +1,32 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
+import { Rest } from '../rest';
 import type { GraphQLContext } from '../context';
-import type { IdentityApi, InvitationService } from '../../src/domains/identity';
+import { invitationStatuses, MAX_BULK_INVITATIONS, roles, type IdentityApi, type InvitationService } from '../../src/domains/identity';
 import { PageType } from '../page';
 
 @ObjectType('Invitation', { description: 'An invitation to join a company with a role' })
 export class InvitationType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   companyId!: string;
 
   @Field({ description: 'The invited address, lower-cased' })
   email!: string;
 
+  @Rest({ enum: roles })
   @Field({ description: 'owner, admin or member' })
   role!: string;
 
+  @Rest({ enum: invitationStatuses, description: 'A pending invitation past expires_at is expired' })
   @Field({ description: 'pending, accepted, revoked or expired (a pending invitation past expiresAt is expired)' })
   status!: string;
 
+  @Rest({ name: 'invited_by', format: 'uuid', description: 'The inviting user; null for an API key' })
   @Field(() => ID, { nullable: true, description: 'The user who invited; null for an API key or a deleted user' })
   invitedById!: string | null;
 
@@ -38,15 +44,19 @@ export const InvitationPageType = PageType(InvitationType, 'InvitationPage');
 
 @InputType('InvitationInput')
 export class InvitationInput {
+  // The address itself is checked by the service (per row in a bulk request).
+  @Rest({ maxLength: 320 })
   @Field()
   email!: string;
 
+  @Rest({ enum: roles })
   @Field({ description: 'owner (owners only), admin or member' })
   role!: string;
 }
 
 @InputType('BulkInvitationInput')
 export class BulkInvitationInput {
+  @Rest({ minItems: 1, maxItems: MAX_BULK_INVITATIONS })
   @Field(() => [InvitationInput], { description: '1 to 100 invitations' })
   invitations!: InvitationInput[];
 }
@@ -65,6 +75,7 @@ export class BulkInvitationOutcomeType {
   @Field()
   email!: string;
 
+  @Rest({ enum: ['created', 'failed'] })
   @Field({ description: 'created or failed' })
   status!: string;
 

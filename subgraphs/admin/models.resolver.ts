@@ -1,28 +1,14 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
+import { Rest, type RestHints } from '../rest';
+import { ModelFields } from '../shared/model';
+import { MODEL_ID_PATTERN } from '../../src/domains/catalog';
 import type { GraphQLContext } from '../context';
 import type { CatalogApi, ModelAdminService } from '../../src/domains/catalog';
 
 @ObjectType('AdminModel', { description: 'A model of the platform-wide catalog, blocked or not' })
-export class AdminModelType {
-  @Field(() => ID)
-  id!: string;
-
-  @Field()
-  displayName!: string;
-
-  @Field()
-  provider!: string;
-
-  @Field()
-  family!: string;
-
-  @Field(() => Int, { description: 'Credits per 1,000 tokens' })
-  creditCost!: number;
-
-  @Field(() => Int, { description: 'Context window in tokens' })
-  contextLength!: number;
-
+export class AdminModelType extends ModelFields {
+  @Rest({ description: 'Hidden from GET /models and refused with 422 model_blocked' })
   @Field({ description: 'Blocked models are hidden from the model list and refused (model_blocked)' })
   blocked!: boolean;
 
@@ -30,23 +16,38 @@ export class AdminModelType {
   createdAt!: Date;
 }
 
+/** The bounds the catalog's administration checks, for both the create and the patch body. */
+const limits: Record<'displayName' | 'provider' | 'family' | 'creditCost' | 'contextLength', RestHints> = {
+  displayName: { minLength: 1, maxLength: 200 },
+  provider: { minLength: 1, maxLength: 64 },
+  family: { minLength: 1, maxLength: 64 },
+  creditCost: { minimum: 0, description: 'Credits per 1,000 tokens' },
+  contextLength: { minimum: 1, description: 'Context window in tokens' },
+};
+
 @InputType('ModelCreateInput')
 export class ModelCreateInput {
+  @Rest({ pattern: MODEL_ID_PATTERN })
   @Field(() => ID, { description: 'Slug: lower-case letters, digits, ".", "_" and "-", 1 to 100 characters' })
   id!: string;
 
+  @Rest(limits.displayName)
   @Field()
   displayName!: string;
 
+  @Rest(limits.provider)
   @Field()
   provider!: string;
 
+  @Rest(limits.family)
   @Field()
   family!: string;
 
+  @Rest(limits.creditCost)
   @Field(() => Int, { description: 'Credits per 1,000 tokens, >= 0' })
   creditCost!: number;
 
+  @Rest(limits.contextLength)
   @Field(() => Int, { description: 'Context window in tokens, > 0' })
   contextLength!: number;
 
@@ -56,18 +57,23 @@ export class ModelCreateInput {
 
 @InputType('ModelPatchInput', { description: 'Fields to change; omitted or null fields stay as they are' })
 export class ModelPatchInput {
+  @Rest(limits.displayName)
   @Field(() => String, { nullable: true })
   displayName?: string | null;
 
+  @Rest(limits.provider)
   @Field(() => String, { nullable: true })
   provider?: string | null;
 
+  @Rest(limits.family)
   @Field(() => String, { nullable: true })
   family?: string | null;
 
+  @Rest(limits.creditCost)
   @Field(() => Int, { nullable: true })
   creditCost?: number | null;
 
+  @Rest(limits.contextLength)
   @Field(() => Int, { nullable: true })
   contextLength?: number | null;
 

@@ -1,21 +1,27 @@
 import { PageType } from '../page';
 import { Field, ID, InputType, Int, ObjectType } from 'type-graphql';
 import { GraphQLJSONObject } from 'graphql-scalars';
+import { Rest } from '../rest';
+import { FEEDBACK_LIMITS } from '../../src/domains/platform';
 
 @ObjectType('AuditEvent', { description: 'One audited action of a company' })
 export class AuditEventType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 
+  @Rest({ format: 'uuid' })
   @Field(() => ID, { nullable: true })
   companyId!: string | null;
 
   @Field({ description: 'What happened, e.g. auth.login or api_key.created' })
   action!: string;
 
+  @Rest({ enum: ['user', 'api_key', 'system', 'anonymous'] })
   @Field({ description: 'user, api_key, system or anonymous' })
   actorType!: string;
 
+  @Rest({ description: 'User or API key id' })
   @Field(() => ID, { nullable: true })
   actorId!: string | null;
 
@@ -45,12 +51,14 @@ export const AuditEventPageType = PageType(AuditEventType, 'AuditEventPage');
 
 @ObjectType('Health')
 export class HealthType {
+  @Rest({ enum: ['ok', 'degraded'] })
   @Field({ description: 'ok, or degraded when a dependency is unavailable' })
   status!: string;
 
   @Field({ description: 'The API version served (CalVer)' })
   version!: string;
 
+  @Rest({ enum: ['ok', 'unavailable'] })
   @Field()
   database!: string;
 
@@ -60,18 +68,22 @@ export class HealthType {
 
 @InputType('DocsFeedbackInput')
 export class DocsFeedbackInput {
+  @Rest({ minLength: 1, maxLength: FEEDBACK_LIMITS.page })
   @Field({ description: 'The documentation page the feedback is about' })
   page!: string;
 
+  @Rest({ description: 'Whether the page helped' })
   @Field(() => Boolean, { nullable: true })
   helpful?: boolean | null;
 
+  @Rest({ maxLength: FEEDBACK_LIMITS.comment })
   @Field(() => String, { nullable: true })
   comment?: string | null;
 }
 
 @ObjectType('DocsFeedbackReceipt')
 export class DocsFeedbackReceiptType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 

@@ -1,10 +1,12 @@
 import { Arg, Ctx, Field, ID, Int, Mutation, ObjectType, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
+import { Rest } from '../rest';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, LoginThrottleService } from '../../src/domains/identity';
 
 @ObjectType('UserUnlock', { description: "The outcome of clearing a user's failed-login count" })
 export class UserUnlockType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   userId!: string;
 

@@ -31,24 +31,33 @@ export class BillingCompanyResolver {
   static from = ({ billing, identity }: { billing: BillingApi; identity: IdentityApi }) =>
     new BillingCompanyResolver(billing.plans, identity.accounts);
 
+  private readonly plansByIds = (ids: readonly string[]) => this.plans.plansByIds(ids);
+
   constructor(
     private readonly plans: PlanService,
     private readonly accounts: IdentityService,
   ) {}
 
   /**
-   * Synchronous: the plan catalog and each company's plan id are read from
-   * memory while the database is unchanged (the profile's hot path). The
-   * company object carries its plan id in one process; behind a gateway the
-   * reference carries only the id.
+   * Synchronous when the plan is in memory (the profile's hot path: no
+   * promise, no loader round); otherwise through the request's loader, so a
+   * plan selected many times is read once per request. The company object
+   * carries its plan id in one process; behind a gateway the reference
+   * carries only the id.
    */
   @FieldResolver(() => PlanType, { description: "The company's current plan" })
-  plan(@Root() company: { id: string; planId?: string }) {
+  plan(@Root() company: { id: string; planId?: string }, @Ctx() ctx: GraphQLContext) {
     const planId = company.planId ?? this.accounts.planIdOf(company.id);
-    const plan = planId === null ? null : this.plans.plan(planId);
-    if (!plan) throw new AppError('not_found', 'The company has no known plan');
-    return plan;
+    if (planId === null) return knownPlan(null);
+    const cached = this.plans.cachedPlan(planId);
+    if (cached !== undefined) return knownPlan(cached);
+    return ctx.loaders.of(this.plansByIds).load(planId).then(knownPlan);
   }
+}
+
+function knownPlan<T>(plan: T | null): T {
+  if (!plan) throw new AppError('not_found', 'The company has no known plan');
+  return plan;
 }
 
 @Resolver()

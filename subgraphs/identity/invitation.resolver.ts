@@ -1,17 +1,21 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
+import { Rest } from '../rest';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, InvitationService } from '../../src/domains/identity';
 import { AuthPayloadType } from './types';
 
 @InputType('AcceptInvitationInput')
 export class AcceptInvitationInput {
+  @Rest({ minLength: 1, maxLength: 512 })
   @Field({ description: 'The token from the invitation link' })
   token!: string;
 
+  @Rest({ minLength: 1, maxLength: 1024 })
   @Field({ description: 'The new account password (at least 12 characters)' })
   password!: string;
 
+  @Rest({ maxLength: 200, nullable: true })
   @Field(() => String, { nullable: true, description: 'Display name, 1 to 200 characters' })
   name?: string | null;
 }

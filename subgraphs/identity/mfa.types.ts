@@ -1,4 +1,5 @@
 import { Field, InputType, ObjectType } from 'type-graphql';
+import { Rest } from '../rest';
 
 @ObjectType('MfaSetup', { description: 'A TOTP enrolment; shown this once. MFA stays off until verifyMfa confirms a code' })
 export class MfaSetupType {
@@ -11,12 +12,14 @@ export class MfaSetupType {
   @Field({ description: 'The base32 secret, for apps that cannot scan' })
   secret!: string;
 
+  @Rest({ minItems: 8, maxItems: 8 })
   @Field(() => [String], { description: '8 single-use recovery codes; each replaces a TOTP code once' })
   recoveryCodes!: string[];
 }
 
 @ObjectType('MfaStatus')
 export class MfaStatusType {
+  @Rest({ name: 'mfa_enabled' })
   @Field()
   enabled!: boolean;
 
@@ -26,9 +29,11 @@ export class MfaStatusType {
 
 @InputType('StepUpInput')
 export class StepUpInput {
+  @Rest({ minLength: 1, maxLength: 1024 })
   @Field()
   password!: string;
 
+  @Rest({ minLength: 1, maxLength: 64 })
   @Field(() => String, { nullable: true, description: 'A TOTP code or a recovery code; required when MFA is enabled' })
   totpCode?: string | null;
 }

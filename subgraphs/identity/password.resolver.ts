@@ -1,13 +1,17 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
+import { Rest } from '../rest';
+import { MIN_PASSWORD_LENGTH } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, PasswordResetService } from '../../src/domains/identity';
 
 @InputType('ResetPasswordInput')
 export class ResetPasswordInput {
+  @Rest({ minLength: 1, maxLength: 512 })
   @Field({ description: 'The token from the reset link (the token query parameter of /app/reset-password)' })
   token!: string;
 
+  @Rest({ minLength: MIN_PASSWORD_LENGTH, maxLength: 1024 })
   @Field({ description: 'At least 12 characters' })
   newPassword!: string;
 }

@@ -1,8 +1,10 @@
 import { PageType } from '../page';
 import { Field, ID, ObjectType } from 'type-graphql';
+import { Rest } from '../rest';
 
 @ObjectType('Session', { description: 'One sign-in of the caller; its access and refresh tokens live and die with it' })
 export class SessionType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 

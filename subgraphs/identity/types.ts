@@ -1,4 +1,6 @@
 import { Directive, Field, ID, InputType, ObjectType, registerEnumType } from 'type-graphql';
+import { Rest } from '../rest';
+import { roles } from '../../src/auth/principal';
 
 export enum RoleValue {
   OWNER = 'owner',
@@ -35,6 +37,7 @@ export class CompanyType {
 @Directive('@key(fields: "id")')
 @ObjectType('User')
 export class UserType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 
@@ -44,6 +47,7 @@ export class UserType {
   @Field(() => String, { nullable: true })
   name!: string | null;
 
+  @Rest({ enum: roles })
   @Field(() => RoleValue)
   role!: RoleValue;
 
@@ -116,18 +120,22 @@ export class AuthPayloadType extends TokenPairType {
 
 @InputType('LoginInput')
 export class LoginInput {
+  @Rest({ minLength: 3, maxLength: 320 })
   @Field()
   email!: string;
 
+  @Rest({ minLength: 1, maxLength: 1024 })
   @Field()
   password!: string;
 
+  @Rest({ maxLength: 64 })
   @Field(() => String, { nullable: true, description: 'A TOTP code or a recovery code; required when MFA is enabled' })
   totpCode?: string | null;
 }
 
 @InputType('RefreshTokenInput')
 export class RefreshTokenInput {
+  @Rest({ minLength: 1, maxLength: 512 })
   @Field()
   refreshToken!: string;
 }

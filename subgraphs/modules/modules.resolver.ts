@@ -1,4 +1,5 @@
-import { Ctx, Directive, Field, FieldResolver, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
+import { Ctx, Directive, Field, FieldResolver, ID, ObjectType, Query, Resolver } from 'type-graphql';
+import { ModelFields } from '../shared/model';
 import { Access } from '../policy/access';
 import { requireAuthenticated } from '../../src/auth/policy';
 import type { GraphQLContext } from '../context';
@@ -6,25 +7,7 @@ import type { CatalogApi, CatalogService } from '../../src/domains/catalog';
 
 @Directive('@key(fields: "id")')
 @ObjectType('Model', { description: 'An AI model of the catalog' })
-export class ModelType {
-  @Field(() => ID)
-  id!: string;
-
-  @Field()
-  displayName!: string;
-
-  @Field()
-  provider!: string;
-
-  @Field()
-  family!: string;
-
-  @Field(() => Int, { description: 'Credits per 1,000 tokens' })
-  creditCost!: number;
-
-  @Field(() => Int, { description: 'Context window in tokens' })
-  contextLength!: number;
-}
+export class ModelType extends ModelFields {}
 
 /** The modules subgraph's view of the identity-owned Company entity. */
 @Directive('@key(fields: "id")')

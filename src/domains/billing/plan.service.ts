@@ -47,6 +47,16 @@ export class PlanService {
     });
   }
 
+  /** The plan when memory has it (null: no such plan); undefined when it needs a read. */
+  cachedPlan(id: string): PlanView | null | undefined {
+    return this.byId.peek(id);
+  }
+
+  /** Plans by id, for a request's batch loader (each id read once per request, whatever the cache does). */
+  async plansByIds(ids: readonly string[]): Promise<(PlanView | null)[]> {
+    return ids.map((id) => this.plan(id));
+  }
+
   exists(id: string): boolean {
     return this.plan(id) !== null;
   }

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { buildSubgraphs, compose } from './supergraph';
+import { buildSubgraphs, buildSupergraph, compose } from '../subgraphs/supergraph';
 import { buildOpenApi } from '../rest-compat/openapi';
+import { compileRoutes, routeTable } from '../rest-compat';
 
 /**
  * Generates the committed schema artifacts under schema/:
@@ -10,11 +11,11 @@ import { buildOpenApi } from '../rest-compat/openapi';
  *   api.graphql         the client-facing API schema (what /graphql serves)
  *   openapi.json        the REST-compat OpenAPI document
  *
- *   node dist/subgraphs/schema-cli.js write   (npm run schema:write)
- *   node dist/subgraphs/schema-cli.js check   (npm run schema:check; exit 1 on any difference)
+ *   node dist/src/schema-cli.js write   (npm run schema:write)
+ *   node dist/src/schema-cli.js check   (npm run schema:check; exit 1 on any difference)
  */
 
-/** The repository's schema/ folder (this file runs from dist/subgraphs/). */
+/** The repository's schema/ folder (this file runs from dist/src/). */
 export const SCHEMA_DIR = path.resolve(__dirname, '../../schema');
 
 /**
@@ -34,7 +35,8 @@ export async function generateArtifacts(): Promise<Map<string, string>> {
   for (const subgraph of subgraphs) files.set(`${subgraph.name}.graphql`, withNewline(subgraph.sdl));
   files.set('supergraph.graphql', withNewline(supergraphSdl));
   files.set('api.graphql', withNewline(apiSdl));
-  files.set('openapi.json', `${JSON.stringify(buildOpenApi(COMMITTED_PUBLIC_URL), null, 2)}\n`);
+  const { schema } = await buildSupergraph();
+  files.set('openapi.json', `${JSON.stringify(buildOpenApi(COMMITTED_PUBLIC_URL, compileRoutes(schema, routeTable)), null, 2)}\n`);
   return files;
 }
 

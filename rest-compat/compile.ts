@@ -1,0 +1,171 @@
+import { getNullableType, GraphQLNonNull, isNonNullType, type GraphQLField, type GraphQLInputType, type GraphQLSchema } from 'graphql';
+import type { FastifyRequest } from 'fastify';
+import { fieldPolicy, type FieldPolicy } from '../subgraphs/policy/access';
+import { fieldOutputPlan, fullSelection, inputSchema, toGraphQLInput, toRest, type JsonSchema } from './shapes';
+import { isRawRoute, type ArgSource, type GraphQLRoute, type RestRoute } from './route';
+
+/** A route as the adapter serves it and the OpenAPI document describes it. */
+export interface CompiledRoute {
+  route: RestRoute;
+  /** The credential requirement and the budget: the field's policy, or a raw route's own. */
+  policy: FieldPolicy;
+  request: { params?: JsonSchema; querystring?: JsonSchema; body?: JsonSchema };
+  /** The success body's schema (none for 204 and redirects). */
+  response?: JsonSchema;
+  /** How a GraphQL route runs its field. */
+  operation?: {
+    /** The GraphQL document, built once from the field, its arguments and the selection. */
+    document: string;
+    variables(request: FastifyRequest): Record<string, unknown>;
+    /** The field's value as the REST body. */
+    body(value: unknown): unknown;
+    /** The root field whose value is the answer. */
+    field: string;
+  };
+}
+
+/** Compiles every route against the served schema; a route that does not fit it stops the server. */
+export function compileRoutes(schema: GraphQLSchema, routes: readonly RestRoute[]): CompiledRoute[] {
+  return routes.map((route) => {
+    try {
+      return isRawRoute(route)
+        ? {
+            route,
+            policy: { auth: route.auth === 'public' ? 'public' : 'authenticated', ...(route.rateLimit && route.rateLimit !== 'default' ? { rateLimit: route.rateLimit } : {}) },
+            request: route.request ?? {},
+            response: route.response,
+          }
+        : compileGraphQLRoute(schema, route);
+    } catch (error) {
+      throw new Error(`REST route ${route.method} ${route.path}: ${(error as Error).message}`, { cause: error });
+    }
+  });
+}
+
+function compileGraphQLRoute(schema: GraphQLSchema, route: GraphQLRoute): CompiledRoute {
+  const { operation, field } = rootField(schema, route.field);
+  const policy = fieldPolicy(field);
+  if (!policy) throw new Error(`${route.field} declares no access policy`);
+  const args = Object.entries(route.args ?? {});
+  for (const [name] of args) if (!field.args.some((a) => a.name === name)) throw new Error(`${route.field} has no argument ${name}`);
+  const missing = field.args.filter((a) => isNonNullType(a.type) && a.defaultValue === undefined && !route.args?.[a.name]);
+  if (missing.length) throw new Error(`${route.field} needs ${missing.map((a) => a.name).join(', ')} and the route maps none`);
+
+  const selection = route.status === 204 ? '' : route.select !== undefined ? `{ ${route.select} }` : fullSelection(field.type);
+  const plan = route.status === 204 ? undefined : fieldOutputPlan(field, selection);
+  const variableDefinitions = args.map(([name]) => `$${name}: ${String(field.args.find((a) => a.name === name)!.type)}`);
+  const document =
+    `${operation} ${route.operationId}${variableDefinitions.length ? `(${variableDefinitions.join(', ')})` : ''} ` +
+    `{ ${route.field}${args.length ? `(${args.map(([name]) => `${name}: $${name}`).join(', ')})` : ''} ${selection} }`;
+
+  const readers = args.map(([name, source]) => {
+    const type = field.args.find((a) => a.name === name)!.type;
+    return [name, reader(source, type)] as const;
+  });
+  const answer = route.answer;
+  return {
+    route,
+    policy,
+    request: requestSchemas(route, field),
+    ...(plan ? { response: answer ? answer.schema(plan.schema) : plan.schema } : {}),
+    operation: {
+      document,
+      field: route.field,
+      variables(request) {
+        const variables: Record<string, unknown> = {};
+        for (const [name, read] of readers) {
+          const value = read(request);
+          if (value !== undefined) variables[name] = value;
+        }
+        return variables;
+      },
+      body(value) {
+        if (!plan) return undefined;
+        const derived = toRest(plan, value);
+        return answer ? answer.body(derived as never) : derived;
+      },
+    },
+  };
+}
+
+function rootField(schema: GraphQLSchema, name: string): { operation: 'query' | 'mutation'; field: GraphQLField<unknown, unknown> } {
+  const query = schema.getQueryType()?.getFields()[name];
+  if (query) return { operation: 'query', field: query };
+  const mutation = schema.getMutationType()?.getFields()[name];
+  if (mutation) return { operation: 'mutation', field: mutation };
+  throw new Error(`the served schema has no query or mutation ${name}`);
+}
+
+function reader(source: ArgSource, type: GraphQLInputType): (request: FastifyRequest) => unknown {
+  if ('whole' in source) return (request) => toGraphQLInput(type, (source.in === 'query' ? request.query : request.body) ?? {});
+  if (source.in === 'path') return (request) => (request.params as Record<string, unknown>)[source.name];
+  if (source.in === 'query') return (request) => (request.query as Record<string, unknown>)[source.name];
+  return (request) => {
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    return Object.prototype.hasOwnProperty.call(body, source.name) ? toGraphQLInput(type, body[source.name]) : undefined;
+  };
+}
+
+/** The JSON schemas of the path, query and body, derived from the field's argument types and the route's hints. */
+function requestSchemas(route: GraphQLRoute, field: GraphQLField<unknown, unknown>): CompiledRoute['request'] {
+  const out: CompiledRoute['request'] = {};
+  const params: Record<string, JsonSchema> = {};
+  const queryProperties: Record<string, JsonSchema> = {};
+  const queryRequired: string[] = [];
+  const bodyProperties: Record<string, JsonSchema> = {};
+  const bodyRequired: string[] = [];
+  for (const [name, source] of Object.entries(route.args ?? {})) {
+    const arg = field.args.find((a) => a.name === name)!;
+    const required = isNonNullType(arg.type) && arg.defaultValue === undefined;
+    if ('whole' in source) {
+      const whole = new GraphQLNonNull(getNullableType(arg.type));
+      if (source.in === 'query') out.querystring = inputSchema(whole, undefined, undefined, true);
+      else out.body = withBodyHints(inputSchema(whole), route);
+      continue;
+    }
+    // Path and query values are never null: their schema is the non-null type's.
+    const schema = inputSchema(new GraphQLNonNull(getNullableType(arg.type)), source.hints, arg.description);
+    if (source.in === 'path') params[source.name] = schema;
+    else if (source.in === 'query') {
+      queryProperties[source.name] = arg.defaultValue === undefined ? schema : { ...schema, default: arg.defaultValue };
+      if (required) queryRequired.push(source.name);
+    } else {
+      bodyProperties[source.name] = inputSchema(arg.type, source.hints, arg.description);
+      if (required) bodyRequired.push(source.name);
+    }
+  }
+  if (Object.keys(params).length) out.params = { type: 'object', required: Object.keys(params), properties: params };
+  if (Object.keys(queryProperties).length) {
+    out.querystring = {
+      type: 'object',
+      ...(queryRequired.length ? { required: queryRequired } : {}),
+      additionalProperties: false,
+      properties: queryProperties,
+    };
+  }
+  if (Object.keys(bodyProperties).length) {
+    out.body = withBodyHints(
+      { type: 'object', ...(bodyRequired.length ? { required: bodyRequired } : {}), additionalProperties: false, properties: bodyProperties },
+      route,
+    );
+  }
+  return out;
+}
+
+function withBodyHints(schema: JsonSchema, route: GraphQLRoute): JsonSchema {
+  const hints = route.bodyHints;
+  if (!hints) return schema;
+  const properties = { ...(schema.properties as Record<string, JsonSchema>) };
+  for (const [name, extra] of Object.entries(hints.properties ?? {})) {
+    if (!properties[name]) throw new Error(`the body has no member ${name} to hint`);
+    properties[name] = { ...properties[name], ...extra };
+  }
+  return {
+    ...(hints.title ? { title: hints.title } : {}),
+    ...(hints.description ? { description: hints.description } : {}),
+    ...schema,
+    ...(hints.required ? { required: hints.required } : {}),
+    ...(hints.minProperties !== undefined ? { minProperties: hints.minProperties } : {}),
+    properties,
+  };
+}
