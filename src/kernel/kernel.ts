@@ -1,4 +1,4 @@
-import type { MigrationObject } from '@mikro-orm/core';
+import type { MigrationEntry } from '../db/migrations';
 import { openDatabase, type Orm } from '../db/orm';
 import { ReadStore, watchWrites } from '../db/read-store';
 import { MemoryEventBus, type EventBus } from '../events/event-bus';
@@ -33,14 +33,14 @@ export interface Kernel {
 }
 
 /** The kernel's own tables (the mail outbox) and the first, cross-domain baseline migration. */
-export const kernelSchema: { entities: EntityClass[]; migrations: MigrationObject[] } = {
+export const kernelSchema: { entities: EntityClass[]; migrations: MigrationEntry[] } = {
   entities: [MailOutbox],
   migrations: [{ name: 'Migration20261122000000Initial', class: Migration20261122000000Initial }, ...mailMigrations],
 };
 
 export async function createKernel(
   config: KernelConfig,
-  schema: { entities: readonly EntityClass[]; migrations: readonly MigrationObject[] },
+  schema: { entities: readonly EntityClass[]; migrations: readonly MigrationEntry[] },
 ): Promise<Kernel> {
   const secrets = loadSecrets(config.dataDir, {
     ...(config.jwtSecret ? { jwtSecret: config.jwtSecret } : {}),
