@@ -5,7 +5,6 @@ import { MemoryEventBus, type EventBus } from '../events/event-bus';
 import { Mailer } from '../mail/mailer';
 import { MailOutbox } from '../mail/outbox.entity';
 import { mailMigrations } from '../mail/migrations';
-import { Migration20261122000000Initial } from '../db/migrations/Migration20261122000000-initial';
 import { MemoryRateLimiter, type RateLimitStore } from '../rate-limit/rate-limiter';
 import { SecretBox } from '../crypto/secret-box';
 import { loadSecrets, type Secrets } from '../secrets';
@@ -32,10 +31,10 @@ export interface Kernel {
   close(): Promise<void>;
 }
 
-/** The kernel's own tables (the mail outbox) and the first, cross-domain baseline migration. */
+/** The kernel's own tables (the mail outbox) and their migrations. */
 export const kernelSchema: { entities: EntityClass[]; migrations: MigrationEntry[] } = {
   entities: [MailOutbox],
-  migrations: [{ name: 'Migration20261122000000Initial', class: Migration20261122000000Initial }, ...mailMigrations],
+  migrations: mailMigrations,
 };
 
 export async function createKernel(

@@ -1,4 +1,5 @@
 import type { MigrationEntry } from '../../../db/migrations';
+import { Migration20261122000000Identity } from './Migration20261122000000-identity';
 import { Migration20261122100100Mfa } from './Migration20261122100100-mfa';
 import { Migration20261122100200Sso } from './Migration20261122100200-sso';
 import { Migration20261122100300LoginThrottlePasswordReset } from './Migration20261122100300-login-throttle-password-reset';
@@ -8,6 +9,8 @@ import { Migration20261122100800SecurityPolicy } from './Migration20261122100800
 
 /** Identity's migrations; one that has shipped never changes the schema it builds. */
 export const identityMigrations: MigrationEntry[] = [
+  // Its first tables came with the kernel's cross-domain baseline on databases created before the split.
+  { name: 'Migration20261122000000Identity', class: Migration20261122000000Identity, replaces: ['Migration20261122000000Initial'] },
   { name: 'Migration20261122100100Mfa', class: Migration20261122100100Mfa },
   { name: 'Migration20261122100200Sso', class: Migration20261122100200Sso },
   { name: 'Migration20261122100300LoginThrottlePasswordReset', class: Migration20261122100300LoginThrottlePasswordReset },
