@@ -1,3 +1,4 @@
+import { sqliteDialect, type SqlDialect } from '../db/dialect';
 import type { MigrationEntry } from '../db/migrations';
 import { openDatabase, type Orm } from '../db/orm';
 import { ReadStore, watchWrites } from '../db/read-store';
@@ -14,13 +15,15 @@ import { stderrLogger, SwitchableLogger } from './logger';
 
 /**
  * What every domain builds on: the database and its unit of work, the hot
- * read path, the ports (event bus, rate-limit store) with their single-node
- * adapters, the mail transport, secrets, and the process's logger. The kernel
- * imports no domain.
+ * read path, the ports (SQL dialect, event bus, rate-limit store) with their
+ * SQLite and single-node adapters, the mail transport, secrets, and the
+ * process's logger. The kernel imports no domain.
  */
 export interface Kernel {
   config: KernelConfig;
   orm: Orm;
+  /** The SQL of the opened database that the ORM does not write portably. */
+  dialect: SqlDialect;
   reads: ReadStore;
   events: EventBus;
   rateLimits: RateLimitStore;
@@ -57,6 +60,7 @@ export async function createKernel(
   return {
     config,
     orm,
+    dialect: sqliteDialect,
     reads,
     events: new MemoryEventBus(),
     rateLimits: new MemoryRateLimiter(config.rateLimit.windowSeconds),
