@@ -1,10 +1,11 @@
 import 'reflect-metadata';
 import { MikroORM, type Options } from '@mikro-orm/better-sqlite';
 import { Migrator } from '@mikro-orm/migrations';
-import { ReflectMetadataProvider, type MigrationObject } from '@mikro-orm/core';
+import { ReflectMetadataProvider } from '@mikro-orm/core';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { EntityClass } from '../kernel/domain';
+import { recordReplacedMigrations, type MigrationEntry } from './migrations';
 
 export type Orm = MikroORM;
 
@@ -12,7 +13,7 @@ export interface Schema {
   /** The entities to map: the booted domains' and the kernel's. */
   entities: readonly EntityClass[];
   /** Every migration of every domain and the kernel; applied in name order. */
-  migrations: readonly MigrationObject[];
+  migrations: readonly MigrationEntry[];
 }
 
 export function ormOptions(databaseFile: string, schema: Schema): Options {
@@ -42,7 +43,8 @@ export function ormOptions(databaseFile: string, schema: Schema): Options {
 
 /**
  * Opens the SQLite file (creating its folder), turns on WAL and foreign keys,
- * and applies pending migrations.
+ * and applies pending migrations (after recording those that replace
+ * migrations the database already ran).
  */
 export async function openDatabase(databaseFile: string, schema: Schema, options: { migrate?: boolean } = {}): Promise<Orm> {
   if (databaseFile !== ':memory:') fs.mkdirSync(path.dirname(databaseFile), { recursive: true });
@@ -52,6 +54,15 @@ export async function openDatabase(databaseFile: string, schema: Schema, options
   await connection.execute('pragma foreign_keys = on');
   await connection.execute('pragma busy_timeout = 5000');
   await connection.execute('pragma synchronous = normal');
-  if (options.migrate !== false) await orm.getMigrator().up();
+  if (options.migrate !== false) {
+    try {
+      await recordReplacedMigrations(orm, schema.migrations);
+      await orm.getMigrator().up();
+    } catch (error) {
+      // No one else holds the connection yet; left open, it keeps the process alive.
+      await orm.close();
+      throw error;
+    }
+  }
   return orm;
 }

@@ -1,4 +1,4 @@
-import type { MigrationObject } from '@mikro-orm/core';
+import type { MigrationEntry } from '../db/migrations';
 import type { Env } from '../env';
 import type { ErrorEntry } from '../errors/catalog';
 import type { Kernel } from './kernel';
@@ -24,7 +24,7 @@ export interface DomainModule<Name extends string = string, Api = unknown, Deps 
   /** The entities this domain owns (its tables). */
   readonly entities: readonly EntityClass[];
   /** Its migrations, applied in name order together with every other domain's. */
-  readonly migrations: readonly MigrationObject[];
+  readonly migrations: readonly MigrationEntry[];
   /** Its error codes (defined with `defineErrors` in its errors.ts). */
   readonly errors?: Readonly<Record<string, ErrorEntry>>;
   /** Reads its settings from the environment (never process.env itself). */

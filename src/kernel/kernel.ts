@@ -1,11 +1,11 @@
-import type { MigrationObject } from '@mikro-orm/core';
+import { sqliteDialect, type SqlDialect } from '../db/dialect';
+import type { MigrationEntry } from '../db/migrations';
 import { openDatabase, type Orm } from '../db/orm';
 import { ReadStore, watchWrites } from '../db/read-store';
 import { MemoryEventBus, type EventBus } from '../events/event-bus';
 import { Mailer } from '../mail/mailer';
 import { MailOutbox } from '../mail/outbox.entity';
 import { mailMigrations } from '../mail/migrations';
-import { Migration20261122000000Initial } from '../db/migrations/Migration20261122000000-initial';
 import { MemoryRateLimiter } from '../rate-limit/rate-limiter';
 import { Budgets } from '../rate-limit/budgets';
 import { SecretBox } from '../crypto/secret-box';
@@ -16,13 +16,15 @@ import { stderrLogger, SwitchableLogger } from './logger';
 
 /**
  * What every domain builds on: the database and its unit of work, the hot
- * read path, the ports (event bus, rate-limit store) with their single-node
- * adapters, the mail transport, secrets, and the process's logger. The kernel
- * imports no domain.
+ * read path, the ports (SQL dialect, event bus, rate-limit store) with their
+ * SQLite and single-node adapters, the mail transport, secrets, and the
+ * process's logger. The kernel imports no domain.
  */
 export interface Kernel {
   config: KernelConfig;
   orm: Orm;
+  /** The SQL of the opened database that the ORM does not write portably. */
+  dialect: SqlDialect;
   reads: ReadStore;
   events: EventBus;
   /** Rate-limit budgets over the store port (memory on one node). */
@@ -34,15 +36,15 @@ export interface Kernel {
   close(): Promise<void>;
 }
 
-/** The kernel's own tables (the mail outbox) and the first, cross-domain baseline migration. */
-export const kernelSchema: { entities: EntityClass[]; migrations: MigrationObject[] } = {
+/** The kernel's own tables (the mail outbox) and their migrations. */
+export const kernelSchema: { entities: EntityClass[]; migrations: MigrationEntry[] } = {
   entities: [MailOutbox],
-  migrations: [{ name: 'Migration20261122000000Initial', class: Migration20261122000000Initial }, ...mailMigrations],
+  migrations: mailMigrations,
 };
 
 export async function createKernel(
   config: KernelConfig,
-  schema: { entities: readonly EntityClass[]; migrations: readonly MigrationObject[] },
+  schema: { entities: readonly EntityClass[]; migrations: readonly MigrationEntry[] },
 ): Promise<Kernel> {
   const secrets = loadSecrets(config.dataDir, {
     ...(config.jwtSecret ? { jwtSecret: config.jwtSecret } : {}),
@@ -60,6 +62,7 @@ export async function createKernel(
   return {
     config,
     orm,
+    dialect: sqliteDialect,
     reads,
     events: new MemoryEventBus(),
     budgets: new Budgets(new MemoryRateLimiter(config.rateLimit.windowSeconds), config.rateLimit),

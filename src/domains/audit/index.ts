@@ -1,6 +1,7 @@
 import { defineDomain, type ApiOf } from '../../kernel/domain';
 import { AuditEvent } from './audit-event.entity';
 import { AuditService } from './audit.service';
+import { auditMigrations } from './migrations';
 import './events';
 
 export { AuditEvent, type ActorType } from './audit-event.entity';
@@ -11,7 +12,7 @@ export const auditDomain = defineDomain({
   name: 'audit',
   requires: {},
   entities: [AuditEvent],
-  migrations: [],
+  migrations: auditMigrations,
   create: ({ kernel }) => ({ log: new AuditService(kernel.orm, kernel.events) }),
 });
 

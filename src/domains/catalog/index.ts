@@ -5,6 +5,7 @@ import { CatalogService, type ModelSeed } from './catalog.service';
 import { catalogErrors } from './errors';
 import { ModelAdminService } from './model-admin.service';
 import { Model } from './model.entity';
+import { catalogMigrations } from './migrations';
 
 export { Model } from './model.entity';
 export { CatalogService, type ModelView, type ModelSeed } from './catalog.service';
@@ -15,7 +16,7 @@ export const catalogDomain = defineDomain({
   name: 'catalog',
   requires: { audit: auditDomain },
   entities: [Model],
-  migrations: [],
+  migrations: catalogMigrations,
   errors: catalogErrors,
   create: ({ kernel, deps }) => ({
     models: new CatalogService(kernel.orm, kernel.reads),

@@ -1,4 +1,5 @@
 import { raw, type FilterQuery } from '@mikro-orm/core';
+import type { SqlDialect } from '../../db/dialect';
 import type { Orm } from '../../db/orm';
 import { currentEm } from '../../db/unit-of-work';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
@@ -53,6 +54,7 @@ export interface CompanyOverview {
 export class CompanyAdminService {
   constructor(
     private readonly orm: Orm,
+    private readonly dialect: SqlDialect,
     private readonly audit: AuditService,
     private readonly plans: PlanService,
   ) {}
@@ -80,8 +82,8 @@ export class CompanyAdminService {
     const caller = requireCompanyAdmin(principal);
     const where: FilterQuery<Company> = isSuperadmin(caller) ? {} : { id: caller.companyId };
     const q = options.q?.trim();
-    // instr, not LIKE: % and _ in the query are plain characters.
-    if (q) Object.assign(where, { [raw('instr(lower(name), lower(?))', [q])]: { $gt: 0 } });
+    // A literal substring: % and _ in the query are plain characters.
+    if (q) Object.assign(where, this.dialect.containsText<Company>('name', q));
     const [items, total] = await currentEm(this.orm).findAndCount(Company, where, {
       orderBy: { name: 'asc', id: 'asc' },
       limit: options.perPage,

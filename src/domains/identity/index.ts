@@ -121,7 +121,7 @@ export const identityDomain = defineDomain({
   errors: identityErrors,
   config: loadIdentityConfig,
   create: ({ kernel, config, deps }) => {
-    const { orm, reads, events, mailer, log } = kernel;
+    const { orm, dialect, reads, events, mailer, log } = kernel;
     const audit = deps.audit.log;
     const tokens = new AccessTokens(kernel.secrets.jwtSecret, config.accessTokenTtlSeconds, config.publicUrl);
     const policies = new SecurityPolicyEnforcer(orm, reads, events);
@@ -133,7 +133,7 @@ export const identityDomain = defineDomain({
     const stepUp = new StepUpService(orm, audit, tokens, mfa);
     const passwordReset = new PasswordResetService(orm, config, events, audit, mailer, sessions, throttle, log, policies);
     const apiKeys = new ApiKeyService(orm, audit);
-    const companies = new CompanyAdminService(orm, audit, deps.billing.plans);
+    const companies = new CompanyAdminService(orm, dialect, audit, deps.billing.plans);
     return {
       accounts: new IdentityService(orm, reads, config, audit),
       auth,
@@ -152,7 +152,7 @@ export const identityDomain = defineDomain({
       apiKeys,
       apiKeyAdmin: new ApiKeyAdminService(orm, audit, events, apiKeys),
       companies,
-      users: new UserAdminService(orm, events, audit, sessions, passwordReset, mfa, throttle, mailer, deps.billing.usage),
+      users: new UserAdminService(orm, dialect, events, audit, sessions, passwordReset, mfa, throttle, mailer, deps.billing.usage),
       policies,
       policyAdmin: new SecurityPolicyService(orm, events, audit, policies, companies),
       /** The settings the domain was built with (the owner bootstrap, the deletion sweep). */

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/better-sqlite';
 import { raw, type FilterQuery } from '@mikro-orm/core';
+import type { SqlDialect } from '../../db/dialect';
 import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
@@ -137,6 +138,7 @@ function notFound(): AppError {
 export class UserAdminService {
   constructor(
     private readonly orm: Orm,
+    private readonly dialect: SqlDialect,
     private readonly bus: EventBus,
     private readonly audit: AuditService,
     private readonly sessions: SessionService,
@@ -174,13 +176,8 @@ export class UserAdminService {
     if (options.role) where.push({ role: options.role as Role });
     if (options.status) where.push({ status: options.status as UserStatus });
     if (q) {
-      // instr() rather than LIKE: the search text is taken literally (no % or _ wildcards).
-      where.push({
-        $or: [
-          { [raw('instr(lower(email), ?)', [q])]: { $gt: 0 } },
-          { [raw("instr(lower(coalesce(name, '')), ?)", [q])]: { $gt: 0 } },
-        ],
-      } as FilterQuery<User>);
+      // A literal substring: the search text has no % or _ wildcards.
+      where.push({ $or: [this.dialect.containsText<User>('email', q), this.dialect.containsText<User>('name', q)] });
     }
     const [items, total] = await currentEm(this.orm).findAndCount(
       User,

@@ -2,6 +2,7 @@ import { defineDomain, type ApiOf } from '../../kernel/domain';
 import { DocsFeedback } from './docs-feedback.entity';
 import { FeedbackService } from './feedback.service';
 import { HealthService } from './health.service';
+import { platformMigrations } from './migrations';
 
 export { DocsFeedback } from './docs-feedback.entity';
 export { FeedbackService, FEEDBACK_LIMITS } from './feedback.service';
@@ -12,7 +13,7 @@ export const platformDomain = defineDomain({
   name: 'platform',
   requires: {},
   entities: [DocsFeedback],
-  migrations: [],
+  migrations: platformMigrations,
   create: ({ kernel }) => ({
     health: new HealthService(kernel.reads),
     feedback: new FeedbackService(kernel.orm, kernel.secrets.ipHashSalt),

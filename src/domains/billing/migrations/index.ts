@@ -1,6 +1,10 @@
-import type { MigrationObject } from '@mikro-orm/core';
+import type { MigrationEntry } from '../../../db/migrations';
+import { Migration20261122000000Billing } from './Migration20261122000000-billing';
 import { Migration20261122100600UsageRecords } from './Migration20261122100600-usage-records';
 
-export const billingMigrations: MigrationObject[] = [
+/** Billing's migrations; one that has shipped never changes the schema it builds. */
+export const billingMigrations: MigrationEntry[] = [
+  // Its first table came with the kernel's cross-domain baseline on databases created before the split.
+  { name: 'Migration20261122000000Billing', class: Migration20261122000000Billing, replaces: ['Migration20261122000000Initial'] },
   { name: 'Migration20261122100600UsageRecords', class: Migration20261122100600UsageRecords },
 ];

@@ -1,6 +1,7 @@
-import type { MigrationObject } from '@mikro-orm/core';
+import type { MigrationEntry } from '../../../db/migrations';
 import { Migration20261122100900Connectors } from './Migration20261122100900-connectors';
 
-export const connectorsMigrations: MigrationObject[] = [
+/** The connectors' migrations; one that has shipped never changes the schema it builds. */
+export const connectorsMigrations: MigrationEntry[] = [
   { name: 'Migration20261122100900Connectors', class: Migration20261122100900Connectors },
 ];

@@ -1,22 +1,33 @@
-import { Migration } from '@mikro-orm/migrations';
+import { SchemaMigration } from '../../../db/schema-migration';
 
 /** TOTP second factor: sealed secrets and the replay guard on users, hashed recovery codes. */
-export class Migration20261122100100Mfa extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(`create table \`mfa_recovery_codes\` (\`id\` text not null, \`user_id\` text not null, \`code_hash\` text not null, \`created_at\` datetime not null, \`used_at\` datetime null, constraint \`mfa_recovery_codes_user_id_foreign\` foreign key(\`user_id\`) references \`users\`(\`id\`) on delete cascade on update cascade, primary key (\`id\`))`);
-    this.addSql(`create index \`mfa_recovery_codes_user_id_index\` on \`mfa_recovery_codes\` (\`user_id\`)`);
-    this.addSql(`create unique index \`mfa_recovery_codes_user_id_code_hash_unique\` on \`mfa_recovery_codes\` (\`user_id\`, \`code_hash\`)`);
-    this.addSql(`alter table \`users\` add column \`mfa_enabled\` integer not null default false`);
-    this.addSql(`alter table \`users\` add column \`mfa_enabled_at\` datetime null`);
-    this.addSql(`alter table \`users\` add column \`mfa_secret\` text null`);
-    this.addSql(`alter table \`users\` add column \`mfa_pending_secret\` text null`);
-    this.addSql(`alter table \`users\` add column \`mfa_last_step\` integer not null default 0`);
+export class Migration20261122100100Mfa extends SchemaMigration {
+  override up(): void {
+    this.schema((schema) =>
+      schema
+        .createTable('mfa_recovery_codes', (table) => {
+          table.text('id').notNullable();
+          table.text('user_id').notNullable();
+          table.text('code_hash').notNullable();
+          table.datetime('created_at').notNullable();
+          table.datetime('used_at').nullable();
+          table.foreign('user_id', 'mfa_recovery_codes_user_id_foreign').references('id').inTable('users').onDelete('cascade').onUpdate('cascade');
+          table.primary(['id']);
+          table.index(['user_id'], 'mfa_recovery_codes_user_id_index');
+          table.unique(['user_id', 'code_hash'], { indexName: 'mfa_recovery_codes_user_id_code_hash_unique' });
+        })
+        .alterTable('users', (table) => {
+          this.boolean(table, 'mfa_enabled').notNullable().defaultTo(this.literal(false));
+          table.datetime('mfa_enabled_at').nullable();
+          table.text('mfa_secret').nullable();
+          table.text('mfa_pending_secret').nullable();
+          table.integer('mfa_last_step').notNullable().defaultTo(this.literal(0));
+        }),
+    );
   }
 
-  override async down(): Promise<void> {
-    this.addSql(`drop table if exists \`mfa_recovery_codes\``);
-    for (const column of ['mfa_enabled', 'mfa_enabled_at', 'mfa_secret', 'mfa_pending_secret', 'mfa_last_step']) {
-      this.addSql(`alter table \`users\` drop column \`${column}\``);
-    }
+  override down(): void {
+    this.schema((schema) => schema.dropTableIfExists('mfa_recovery_codes'));
+    this.dropColumns('users', 'mfa_enabled', 'mfa_enabled_at', 'mfa_secret', 'mfa_pending_secret', 'mfa_last_step');
   }
 }

@@ -1,4 +1,5 @@
-import type { MigrationObject } from '@mikro-orm/core';
+import type { MigrationEntry } from '../../../db/migrations';
+import { Migration20261122000000Identity } from './Migration20261122000000-identity';
 import { Migration20261122100100Mfa } from './Migration20261122100100-mfa';
 import { Migration20261122100200Sso } from './Migration20261122100200-sso';
 import { Migration20261122100300LoginThrottlePasswordReset } from './Migration20261122100300-login-throttle-password-reset';
@@ -6,8 +7,10 @@ import { Migration20261122100400EmailChangeDeletion } from './Migration202611221
 import { Migration20261122100500SsoMfa } from './Migration20261122100500-sso-mfa';
 import { Migration20261122100800SecurityPolicy } from './Migration20261122100800-security-policy';
 
-/** Identity's migrations; never edit one that has shipped. */
-export const identityMigrations: MigrationObject[] = [
+/** Identity's migrations; one that has shipped never changes the schema it builds. */
+export const identityMigrations: MigrationEntry[] = [
+  // Its first tables came with the kernel's cross-domain baseline on databases created before the split.
+  { name: 'Migration20261122000000Identity', class: Migration20261122000000Identity, replaces: ['Migration20261122000000Initial'] },
   { name: 'Migration20261122100100Mfa', class: Migration20261122100100Mfa },
   { name: 'Migration20261122100200Sso', class: Migration20261122100200Sso },
   { name: 'Migration20261122100300LoginThrottlePasswordReset', class: Migration20261122100300LoginThrottlePasswordReset },

@@ -1,0 +1,8 @@
+import type { MigrationEntry } from '../../../db/migrations';
+import { Migration20261122000000Catalog } from './Migration20261122000000-catalog';
+
+/** The catalog's migrations; one that has shipped never changes the schema it builds. */
+export const catalogMigrations: MigrationEntry[] = [
+  // Its table came with the kernel's cross-domain baseline on databases created before the split.
+  { name: 'Migration20261122000000Catalog', class: Migration20261122000000Catalog, replaces: ['Migration20261122000000Initial'] },
+];

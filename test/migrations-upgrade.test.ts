@@ -1,0 +1,143 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
+import { Migration } from '@mikro-orm/migrations';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../src/app';
+import { hashPassword } from '../src/auth/password';
+import { recordReplacedMigrations } from '../src/db/migrations';
+import { openDatabase } from '../src/db/orm';
+import { MailOutbox } from '../src/mail/outbox.entity';
+import { build, login, PASSWORD, sql } from './helper';
+import { MIGRATIONS_TABLE_SQL, PRE_SPLIT_MIGRATIONS } from './fixtures/pre-split-migrations';
+
+const BASELINE = 'Migration20261122000000Initial';
+
+function tempDir(t: { after: (fn: () => unknown) => void }): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-upgrade-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * Builds atrium.sqlite in `dataDir` as the code before the split did: the
+ * shipped migrations' SQL up to and including `upTo`, each recorded as run,
+ * plus a company and its owner. Returns the owner.
+ */
+async function createPreSplitDatabase(dataDir: string, upTo: string) {
+  const last = PRE_SPLIT_MIGRATIONS.findIndex((migration) => migration.name === upTo);
+  assert.ok(last >= 0, `${upTo} is not in the fixture`);
+  const owner = { companyId: randomUUID(), userId: randomUUID(), email: 'owner@example.com' };
+  const passwordHash = await hashPassword(PASSWORD, 1024);
+  const db = new Database(path.join(dataDir, 'atrium.sqlite'));
+  try {
+    db.exec(MIGRATIONS_TABLE_SQL);
+    const record = db.prepare('insert into `mikro_orm_migrations` (`name`) values (?)');
+    for (const migration of PRE_SPLIT_MIGRATIONS.slice(0, last + 1)) {
+      db.transaction(() => {
+        for (const statement of migration.sql) db.exec(statement);
+        record.run(migration.name);
+      })();
+    }
+    const now = Date.now();
+    db.prepare('insert into `companies` (`id`, `name`, `created_at`) values (?, ?, ?)').run(owner.companyId, 'Old Co', now);
+    db.prepare(
+      'insert into `users` (`id`, `company_id`, `email`, `name`, `password_hash`, `role`, `created_at`, `updated_at`) values (?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(owner.userId, owner.companyId, owner.email, 'Old Owner', passwordHash, 'owner', now, now);
+  } finally {
+    db.close();
+  }
+  return owner;
+}
+
+/** The server, on the database in `dataDir`; closed after the test. */
+async function serve(t: { after: (fn: () => unknown) => void }, dataDir: string): Promise<FastifyInstance> {
+  const app = await buildApp({ env: { DATA_DIR: dataDir, SCRYPT_COST: '1024' }, logger: false });
+  t.after(() => app.close());
+  return app;
+}
+
+/** Every table, index and trigger with its definition, in a stable order. */
+function schemaOf(app: FastifyInstance) {
+  return sql(app, "select type, name, tbl_name, sql from sqlite_master where name <> 'sqlite_sequence' order by type, name");
+}
+
+async function assertUpToDate(app: FastifyInstance) {
+  const migrator = app.kernel.orm.getMigrator();
+  assert.deepEqual((await migrator.getPendingMigrations()).map((migration) => migration.name), []);
+  const twice = await sql(app, 'select `name` from `mikro_orm_migrations` group by `name` having count(*) > 1');
+  assert.deepEqual(twice, [], 'a migration was recorded twice');
+  const diff = await app.kernel.orm.getSchemaGenerator().getUpdateSchemaSQL({ wrap: false });
+  assert.equal(diff.trim(), '', `entities and the upgraded schema disagree:\n${diff}`);
+}
+
+test('a database built before the baseline split starts on the current code without running a migration again', async (t) => {
+  const dataDir = tempDir(t);
+  const owner = await createPreSplitDatabase(dataDir, PRE_SPLIT_MIGRATIONS.at(-1)!.name);
+  const app = await serve(t, dataDir);
+  await assertUpToDate(app);
+
+  const recorded = (await sql<{ name: string }>(app, 'select `name` from `mikro_orm_migrations` order by `id`')).map((row) => row.name);
+  const shipped = PRE_SPLIT_MIGRATIONS.map((migration) => migration.name);
+  assert.deepEqual(recorded.slice(0, shipped.length), shipped, 'the history of the old code is kept');
+  // Only the split baseline's parts were added, each recorded (not run: their tables existed).
+  assert.deepEqual(recorded.slice(shipped.length).sort(), [
+    'Migration20261122000000Audit',
+    'Migration20261122000000Billing',
+    'Migration20261122000000Catalog',
+    'Migration20261122000000Identity',
+    'Migration20261122000000Platform',
+  ]);
+
+  const [company] = await sql<{ name: string }>(app, 'select `name` from `companies` where `id` = ?', [owner.companyId]);
+  assert.equal(company?.name, 'Old Co');
+  const session = await login(app, owner.email);
+  assert.equal(session.user.id, owner.userId);
+
+  const fresh = await build(t);
+  assert.deepEqual(await schemaOf(app), await schemaOf(fresh), 'an upgraded database and a fresh one differ');
+});
+
+test('a database from before the split that ran only the baseline gets every later migration', async (t) => {
+  const dataDir = tempDir(t);
+  const owner = await createPreSplitDatabase(dataDir, BASELINE);
+  const app = await serve(t, dataDir);
+  await assertUpToDate(app);
+  const [user] = await sql<{ email: string; mfa_enabled: number }>(app, 'select `email`, `mfa_enabled` from `users` where `id` = ?', [owner.userId]);
+  assert.deepEqual({ ...user }, { email: owner.email, mfa_enabled: 0 });
+
+  const fresh = await build(t);
+  assert.deepEqual(await schemaOf(app), await schemaOf(fresh), 'an upgraded database and a fresh one differ');
+});
+
+test('a migration is recorded in place of those it replaces only when all of them ran', async (t) => {
+  class Noop extends Migration {
+    override up(): void {}
+  }
+  const orm = await openDatabase(path.join(tempDir(t), 'replaces.sqlite'), { entities: [MailOutbox], migrations: [] }, { migrate: false });
+  t.after(() => orm.close());
+  await orm.getMigrator().getExecutedMigrations(); // creates the migrations table
+  await orm.em.getConnection().execute("insert into `mikro_orm_migrations` (`name`) values ('Old')");
+
+  const recorded = await recordReplacedMigrations(orm, [
+    { name: 'Whole', class: Noop, replaces: ['Old'] },
+    { name: 'Partly', class: Noop, replaces: ['Old', 'NeverRan'] },
+    { name: 'Plain', class: Noop },
+  ]);
+  assert.deepEqual(recorded, ['Whole']);
+  const executed = (await orm.getMigrator().getExecutedMigrations()).map((row) => row.name);
+  assert.deepEqual(executed, ['Old', 'Whole']);
+  assert.deepEqual(await recordReplacedMigrations(orm, [{ name: 'Whole', class: Noop, replaces: ['Old'] }]), [], 'already recorded');
+
+  await assert.rejects(
+    recordReplacedMigrations(orm, [
+      { name: 'Old', class: Noop },
+      { name: 'Whole', class: Noop, replaces: ['Old'] },
+    ]),
+    /replaces Old, which is still listed/,
+  );
+});
