@@ -484,3 +484,30 @@ test("accepting honours the inviting company's min_password_length policy", asyn
   // Refused without spending the invitation: a long enough password still works.
   assert.equal((await accept(app, token, 'a-password-of-at-least-thirty-characters')).statusCode, 201);
 });
+
+test('one pending invitation per company and address is kept by the database, and a lapsed one does not block a new one', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const token = (await login(app, owner.email)).access_token;
+  const first = await invite(app, token, { email: 'twice@example.com', role: 'member' });
+  assert.equal(first.statusCode, 201, first.body);
+
+  // A second pending row written around the service (another process, a script) is refused by the index.
+  const [row] = await sql<Record<string, unknown>>(app, 'select * from invitations where id = ?', [first.json().id]);
+  await assert.rejects(
+    sql(app, 'insert into invitations (id, company_id, email, role, token_hash, status, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)', [
+      'dup-1', row!.company_id, row!.email, row!.role, 'another-hash', 'pending', Date.now() + 60_000, Date.now(),
+    ]),
+    /UNIQUE/,
+  );
+  // Another company may invite the same address.
+  const other = await seedOwner(app, undefined, 'Other');
+  assert.equal((await invite(app, (await login(app, other.email)).access_token, { email: 'twice@example.com', role: 'member' })).statusCode, 201);
+
+  // Once its link lapses (still marked pending), a new invitation replaces it.
+  await sql(app, 'update invitations set expires_at = ? where id = ?', [Date.now() - 1000, first.json().id]);
+  const again = await invite(app, token, { email: 'twice@example.com', role: 'admin' });
+  assert.equal(again.statusCode, 201, again.body);
+  const statuses = await sql<{ status: string }>(app, 'select status from invitations where company_id = ? order by created_at', [row!.company_id]);
+  assert.deepEqual(statuses.map((s) => s.status), ['expired', 'pending']);
+});

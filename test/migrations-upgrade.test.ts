@@ -84,8 +84,10 @@ test('a database built before the baseline split starts on the current code with
   const recorded = (await sql<{ name: string }>(app, 'select `name` from `mikro_orm_migrations` order by `id`')).map((row) => row.name);
   const shipped = PRE_SPLIT_MIGRATIONS.map((migration) => migration.name);
   assert.deepEqual(recorded.slice(0, shipped.length), shipped, 'the history of the old code is kept');
-  // Only the split baseline's parts were added, each recorded (not run: their tables existed).
-  assert.deepEqual(recorded.slice(shipped.length).sort(), [
+  // The split baseline's parts were added, each recorded (not run: their tables existed);
+  // migrations written after the old code shipped ran as on any database.
+  const lastShipped = [...shipped].sort().at(-1)!;
+  assert.deepEqual(recorded.slice(shipped.length).filter((name) => name <= lastShipped).sort(), [
     'Migration20261122000000Audit',
     'Migration20261122000000Billing',
     'Migration20261122000000Catalog',

@@ -1,4 +1,4 @@
-import { DateTimeType, Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import { Company } from './company.entity';
 import { User, type Role } from './user.entity';
@@ -17,6 +17,10 @@ export type InvitationStatus = (typeof invitationStatuses)[number];
 @Entity({ tableName: 'invitations' })
 @Index({ properties: ['email', 'status'] })
 @Index({ properties: ['company', 'status', 'createdAt'] })
+// At most one pending invitation per company and address. The index is partial
+// (`where status = 'pending'`, see its migration); MikroORM models no predicate,
+// and its comparison of SQLite indexes reads only the name and columns.
+@Unique({ name: 'invitations_pending_unique', properties: ['company', 'email'] })
 export class Invitation {
   [OptionalProps]?: 'id' | 'createdAt' | 'status' | 'invitedBy' | 'acceptedAt';
 

@@ -1,3 +1,4 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/better-sqlite';
 import type { Orm } from '../../db/orm';
 import type { IdentitySettings } from './config';
@@ -162,19 +163,22 @@ export class InvitationService {
     if (await em.count(User, { email: invitation.email })) {
       throw new AppError('email_taken', 'A user with this email address exists already');
     }
+    await expireLapsed(em, invitation.company.id, invitation.email, now);
     if (status === 'expired' && (await em.count(Invitation, {
-      company: invitation.company.id, email: invitation.email, status: 'pending', expiresAt: { $gt: now }, id: { $ne: invitation.id },
+      company: invitation.company.id, email: invitation.email, status: 'pending', id: { $ne: invitation.id },
     }))) {
       throw new AppError('conflict', 'A newer pending invitation exists for this email address; resend that one');
     }
     const token = newOneTimeToken();
     const expiresAt = this.expiry(now);
     // Conditional on the state read: a concurrent accept or revoke wins, and this resend fails.
-    const updated = await em.nativeUpdate(
-      Invitation,
-      { id: invitation.id, status: invitation.status, tokenHash: invitation.tokenHash },
-      { tokenHash: sha256Hex(token), status: 'pending', expiresAt },
-    );
+    const updated = await em
+      .nativeUpdate(
+        Invitation,
+        { id: invitation.id, status: { $in: ['pending', 'expired'] }, tokenHash: invitation.tokenHash },
+        { tokenHash: sha256Hex(token), status: 'pending', expiresAt },
+      )
+      .catch(pendingTaken);
     if (updated !== 1) throw new AppError('conflict', 'This invitation changed meanwhile; reload and try again');
     const fresh = await em.findOneOrFail(Invitation, { id: invitation.id }, { refresh: true });
     await this.mail(em, fresh, caller, token);
@@ -304,7 +308,8 @@ export class InvitationService {
     const now = new Date();
     const invitation = await em.transactional(async (tx) => {
       if (await tx.count(User, { email })) throw new AppError('email_taken', 'A user with this email address exists already');
-      if (await tx.count(Invitation, { company: caller.companyId, email, status: 'pending', expiresAt: { $gt: now } })) {
+      await expireLapsed(tx, caller.companyId, email, now);
+      if (await tx.count(Invitation, { company: caller.companyId, email, status: 'pending' })) {
         throw new AppError('conflict', 'A pending invitation exists for this email address; resend it instead');
       }
       const row = tx.create(Invitation, {
@@ -316,7 +321,7 @@ export class InvitationService {
         invitedBy: caller.kind === 'user' ? tx.getReference(User, caller.userId) : null,
         createdAt: now,
       });
-      await tx.flush();
+      await tx.flush().catch(pendingTaken);
       return row;
     });
     await this.mail(em, invitation, caller, token);
@@ -357,6 +362,23 @@ export class InvitationService {
     }
     return invitation;
   }
+}
+
+/**
+ * Marks the company's pending invitations for the address whose link has
+ * expired as expired: the unique index allows one pending row per company
+ * and address, and a lapsed one must not stand in the way of a new one.
+ */
+async function expireLapsed(em: EntityManager, companyId: string, email: string, now: Date): Promise<void> {
+  await em.nativeUpdate(Invitation, { company: companyId, email, status: 'pending', expiresAt: { $lte: now } }, { status: 'expired' });
+}
+
+/** The unique index refused a second pending invitation (another process got in first): a conflict, as checked. */
+function pendingTaken(error: unknown): never {
+  if (error instanceof UniqueConstraintViolationException) {
+    throw new AppError('conflict', 'A pending invitation exists for this email address; resend it instead');
+  }
+  throw error;
 }
 
 /** A pending row past its expiry is expired, whether or not a sweep marked it. */

@@ -6,6 +6,7 @@ import { Migration20261122100300LoginThrottlePasswordReset } from './Migration20
 import { Migration20261122100400EmailChangeDeletion } from './Migration20261122100400-email-change-deletion';
 import { Migration20261122100500SsoMfa } from './Migration20261122100500-sso-mfa';
 import { Migration20261122100800SecurityPolicy } from './Migration20261122100800-security-policy';
+import { Migration20261123100000InvitationPendingUnique } from './Migration20261123100000-invitation-pending-unique';
 
 /** Identity's migrations; one that has shipped never changes the schema it builds. */
 export const identityMigrations: MigrationEntry[] = [
@@ -17,4 +18,5 @@ export const identityMigrations: MigrationEntry[] = [
   { name: 'Migration20261122100400EmailChangeDeletion', class: Migration20261122100400EmailChangeDeletion },
   { name: 'Migration20261122100500SsoMfa', class: Migration20261122100500SsoMfa },
   { name: 'Migration20261122100800SecurityPolicy', class: Migration20261122100800SecurityPolicy },
+  { name: 'Migration20261123100000InvitationPendingUnique', class: Migration20261123100000InvitationPendingUnique },
 ];
