@@ -205,12 +205,15 @@ async function subgraph(args: string[]) {
   if (values.help) return console.log(USAGE);
   const name = positionals[0];
   if (!name || !isSubgraphName(name)) throw new UsageError(`Name a subgraph: identity, admin, billing or modules`);
-  const env = { ...process.env };
-  if (typeof values.host === 'string') env.HOST = values.host;
-  if (typeof values.port === 'string') env.PORT = values.port;
+  const port = typeof values.port === 'string' ? Number(values.port) : undefined;
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) throw new UsageError('--port must be a port number');
   let config;
   try {
-    config = loadConfig(env);
+    // --host and --port move only where it listens: PUBLIC_URL (the token issuer) stays the server's.
+    config = loadConfig(undefined, {
+      ...(typeof values.host === 'string' ? { host: values.host } : {}),
+      ...(port !== undefined ? { port } : {}),
+    });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }

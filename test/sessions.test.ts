@@ -418,7 +418,7 @@ test('refresh token theft: a rotated token replayed after the grace window revok
 
 test('with the default grace window, N parallel refreshes: exactly one wins, the losers do not revoke the session', async (t) => {
   const app = await build(t);
-  assert.equal(app.config.refreshReuseGraceSeconds, 30);
+  assert.equal(app.domains.identity.config.refreshReuseGraceSeconds, 30);
   const owner = await seedOwner(app);
   const tokens = await login(app, owner.email);
   const results = await Promise.all(Array.from({ length: 8 }, () => refresh(app, tokens.refresh_token)));

@@ -1,5 +1,5 @@
 import type { Principal, RequestMeta } from '../auth/principal';
-import type { Config } from '../config';
+import type { KernelConfig } from '../kernel/config';
 import type { DomainApis } from '../domains';
 import type { Kernel } from '../kernel/kernel';
 import type { ResolverContainer } from '../../subgraphs/context';
@@ -20,8 +20,8 @@ export interface Deprecation {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Every setting, kernel and domains. */
-    config: Config;
+    /** The kernel's settings (each domain holds its own). */
+    config: KernelConfig;
     kernel: Kernel;
     /** The public API of every domain. */
     domains: DomainApis;
