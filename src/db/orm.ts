@@ -5,6 +5,7 @@ import { ReflectMetadataProvider, type MigrationObject } from '@mikro-orm/core';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { EntityClass } from '../kernel/domain';
+import { CommitHooks } from './unit-of-work';
 
 export type Orm = MikroORM;
 
@@ -21,6 +22,8 @@ export function ormOptions(databaseFile: string, schema: Schema): Options {
     entities: [...schema.entities],
     metadataProvider: ReflectMetadataProvider,
     extensions: [Migrator],
+    // afterCommit / beforeCommit (src/db/unit-of-work.ts).
+    subscribers: [new CommitHooks()],
     // Each request, WebSocket operation and job gets its own fork; touching the
     // global manager by accident is a bug, so it throws.
     allowGlobalContext: false,
