@@ -6,6 +6,11 @@ import { Mailer } from '../mail/mailer';
 import { MailOutbox } from '../mail/outbox.entity';
 import { mailMigrations } from '../mail/migrations';
 import { Migration20261122000000Initial } from '../db/migrations/Migration20261122000000-initial';
+import { Job } from '../jobs/job.entity';
+import type { JobQueue } from '../jobs/job-queue';
+import { jobMigrations } from '../jobs/migrations';
+import { SqliteJobQueue } from '../jobs/sqlite-job-queue';
+import { JobWorker } from '../jobs/worker';
 import { MemoryRateLimiter, type RateLimitStore } from '../rate-limit/rate-limiter';
 import { SecretBox } from '../crypto/secret-box';
 import { loadSecrets, type Secrets } from '../secrets';
@@ -15,9 +20,9 @@ import { stderrLogger, SwitchableLogger } from './logger';
 
 /**
  * What every domain builds on: the database and its unit of work, the hot
- * read path, the ports (event bus, rate-limit store) with their single-node
- * adapters, the mail transport, secrets, and the process's logger. The kernel
- * imports no domain.
+ * read path, the ports (event bus, rate-limit store, job queue) with their
+ * single-node adapters, the job worker, the mail transport, secrets, and the
+ * process's logger. The kernel imports no domain.
  */
 export interface Kernel {
   config: KernelConfig;
@@ -26,16 +31,20 @@ export interface Kernel {
   events: EventBus;
   rateLimits: RateLimitStore;
   mailer: Mailer;
+  /** Durable background jobs: `jobs.enqueue` joins the caller's unit of work. */
+  jobs: JobQueue;
+  /** Runs the jobs; started by a serving process only (boot with `background`). */
+  worker: JobWorker;
   secrets: Secrets;
   secretBox: SecretBox;
   log: SwitchableLogger;
   close(): Promise<void>;
 }
 
-/** The kernel's own tables (the mail outbox) and the first, cross-domain baseline migration. */
+/** The kernel's own tables (the mail outbox, the jobs) and the first, cross-domain baseline migration. */
 export const kernelSchema: { entities: EntityClass[]; migrations: MigrationObject[] } = {
-  entities: [MailOutbox],
-  migrations: [{ name: 'Migration20261122000000Initial', class: Migration20261122000000Initial }, ...mailMigrations],
+  entities: [MailOutbox, Job],
+  migrations: [{ name: 'Migration20261122000000Initial', class: Migration20261122000000Initial }, ...mailMigrations, ...jobMigrations],
 };
 
 export async function createKernel(
@@ -55,6 +64,8 @@ export async function createKernel(
   const reads = new ReadStore(config.databaseFile);
   watchWrites(orm, reads);
   const mailer = new Mailer(orm, { smtpUrl: config.smtpUrl, from: config.mailFrom, logger: log });
+  const jobs = new SqliteJobQueue(orm, { maxAttempts: config.jobs.maxAttempts });
+  const worker = new JobWorker(orm, jobs, config.jobs, log);
   return {
     config,
     orm,
@@ -62,10 +73,13 @@ export async function createKernel(
     events: new MemoryEventBus(),
     rateLimits: new MemoryRateLimiter(config.rateLimit.windowSeconds),
     mailer,
+    jobs,
+    worker,
     secrets,
     secretBox: SecretBox.fromKeyrings(secrets.encryptionKeys),
     log,
     async close() {
+      await worker.stop();
       await mailer.close();
       reads.close();
       await orm.close();
