@@ -1,9 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { build, sql } from './helper';
+import { boot, type Atrium } from '../src/boot';
+import { loadConfig } from '../src/config';
+import { defineDomain } from '../src/kernel/domain';
 import { loadKernelConfig, type JobsConfig } from '../src/kernel/config';
 import { currentEm, runInUnitOfWork, transaction } from '../src/db/unit-of-work';
 import { AuditEvent } from '../src/domains/audit/audit-event.entity';
@@ -276,10 +281,10 @@ test('a recurring schedule keeps exactly one pending job, also with a second wor
 });
 
 test('a handler running longer than its lease keeps it by renewal; a worker whose lease was taken over cannot complete', async (t) => {
-  const app = await build(t, { jobs: fastJobs({ leaseSeconds: 0.3 }) });
+  const app = await build(t, { jobs: fastJobs({ leaseSeconds: 0.5 }) });
   const orm = app.kernel.orm;
   const log = { debug() {}, info() {}, warn() {}, error() {} };
-  const second = new JobWorker(orm, app.kernel.jobs, fastJobs({ leaseSeconds: 0.3 }), log);
+  const second = new JobWorker(orm, app.kernel.jobs, fastJobs({ leaseSeconds: 0.5 }), log);
   t.after(() => second.stop());
   let runs = 0;
   for (const worker of [app.kernel.worker, second]) {
@@ -319,4 +324,43 @@ test('a handler running longer than its lease keeps it by renewal; a worker whos
   const reaped = await queue.reapExpired(['test.port']);
   assert.deepEqual(reaped.map((job) => job.id), [last!.job.id]);
   assert.match(reaped[0]!.lastError!, /lease expired/);
+});
+
+test("a domain's job handlers and schedules are run by a serving process, never by a CLI boot", async (t) => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-jobs-'));
+  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const runs: string[] = [];
+  const testDomain = defineDomain({
+    name: 'jobtest',
+    requires: {},
+    entities: [],
+    migrations: [],
+    create: () => ({ runs }),
+    jobs: (api) => ({
+      'jobtest.sweep': async () => {
+        api.runs.push('sweep');
+      },
+    }),
+    schedules: () => [{ kind: 'jobtest.sweep', everySeconds: 3600 }],
+  });
+  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }, { jobs: fastJobs() });
+  const sweeps = async (atrium: Atrium) => (await atrium.kernel.jobs.list({ kind: 'jobtest.sweep', limit: 10 })).length;
+
+  const cli = await boot(config, { domains: [testDomain] });
+  assert.equal(await sweeps(cli), 0, 'a CLI boot schedules nothing');
+  await cli.close();
+
+  const server = await boot(config, { domains: [testDomain], background: true });
+  t.after(() => server.close());
+  await waitFor('the first run', async () => runs.length === 1);
+  const jobs = await server.kernel.jobs.list({ kind: 'jobtest.sweep', limit: 10 });
+  assert.deepEqual(
+    jobs.map((job) => [job.completedAt !== null, job.dedupeKey]),
+    [
+      [false, 'schedule:jobtest.sweep'],
+      [true, null],
+    ],
+    'the next run is pending, keyed to its schedule',
+  );
+  assert.ok(jobs[0]!.runAt.getTime() > Date.now() + 3500 * 1000);
 });
