@@ -100,10 +100,10 @@ export class JobWorker {
 
   /**
    * Keeps one pending job of `kind` (which needs a handler), run every
-   * `everySeconds`: enqueued now if none is pending (in any process), and
-   * again each time a run completes or is dead-lettered. Durable: the
-   * pending job survives restarts, and its dedupe key keeps two processes
-   * from doubling it.
+   * `everySeconds`: enqueued for one interval from now if none is pending
+   * (in any process), and again each time a run completes or is
+   * dead-lettered. Durable: the pending job survives restarts (it keeps its
+   * time), and its dedupe key keeps two processes from doubling it.
    */
   async schedule(kind: string, everySeconds: number): Promise<void> {
     if (!this.handlers.has(kind)) throw new Error(`Scheduled job kind "${kind}" has no handler`);
@@ -112,7 +112,7 @@ export class JobWorker {
     if (this.started) await this.ensureScheduled(kind);
   }
 
-  /** Starts polling, and enqueues each schedule's first run unless one is pending. */
+  /** Starts polling, and enqueues each schedule's next run unless one is pending. */
   async start(): Promise<void> {
     if (this.started || this.stopped) return;
     this.started = true;
@@ -173,7 +173,7 @@ export class JobWorker {
     if (free <= 0 || !(await this.queue.hasDue(kinds))) return 0;
     for (const job of await this.queue.reapExpired(kinds)) {
       this.log.error({ jobId: job.id, kind: job.kind, attempts: job.attempts }, 'job dead-lettered: its worker stopped during the last attempt');
-      if (this.schedules.has(job.kind)) await this.ensureScheduled(job.kind, false);
+      if (this.schedules.has(job.kind)) await this.ensureScheduled(job.kind);
     }
     const claims = await this.queue.claim(this.owner, kinds, free, this.options.leaseSeconds);
     for (const claim of claims) {
@@ -248,14 +248,15 @@ export class JobWorker {
   }
 
   /** Adds the next run of a schedule to the current unit of work; its key keeps it the only pending one. */
-  private enqueueNextRun(kind: string, runAt = new Date(Date.now() + this.schedules.get(kind)! * 1000)): void {
+  private enqueueNextRun(kind: string): void {
+    const runAt = new Date(Date.now() + this.schedules.get(kind)! * 1000);
     this.queue.enqueue(kind, {}, { dedupeKey: `schedule:${kind}`, runAt });
   }
 
-  /** A schedule's pending job, due now (or after an interval), unless one is pending; committed on its own. */
-  private ensureScheduled(kind: string, now = true): Promise<void> {
+  /** A schedule's pending job, due in one interval, unless one is pending; committed on its own. */
+  private ensureScheduled(kind: string): Promise<void> {
     return runInUnitOfWork(this.orm, async () => {
-      this.enqueueNextRun(kind, now ? new Date() : undefined);
+      this.enqueueNextRun(kind);
       await currentEm(this.orm).flush();
     });
   }

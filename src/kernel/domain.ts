@@ -39,7 +39,7 @@ export interface DomainModule<Name extends string = string, Api = unknown, Deps 
    * serving process. Jobs are enqueued with `kernel.jobs.enqueue`.
    */
   readonly jobs?: (api: Api) => Readonly<Record<string, JobHandler>>;
-  /** Its recurring jobs (each kind needs a handler in `jobs`): one pending job per kind. */
+  /** Its recurring jobs (each kind needs a handler in `jobs`): one pending job per kind, the first due one interval after start. */
   readonly schedules?: (api: Api) => readonly JobSchedule[];
   /** Background work of a serving process (never of a CLI command). */
   readonly start?: (api: Api) => void;
