@@ -80,7 +80,7 @@ const layersRule = {
   },
 };
 
-const TRANSPORT_MESSAGE = 'The kernel and the domains are transport-free: GraphQL, fastify and friends live in subgraphs/, src/host/ and rest-compat/';
+const TRANSPORT_MESSAGE = 'src/ is the transport-free core; only src/host may import transports';
 
 /** Transport packages (and their subpaths) the kernel and the domains must not import. */
 const transportPatterns = [
@@ -89,6 +89,8 @@ const transportPatterns = [
   { regex: '^graphql-', message: TRANSPORT_MESSAGE },
   { regex: '^@graphql-tools/', message: TRANSPORT_MESSAGE },
   { regex: '^@apollo/', message: TRANSPORT_MESSAGE },
+  // The GraphQL and REST layers sit on top of the core, never under it.
+  { regex: '^(\\.\\./)+(subgraphs|rest-compat)(/|$)', message: TRANSPORT_MESSAGE },
 ];
 
 export default defineConfig(

@@ -48,6 +48,14 @@ export async function boot(config: Config, options: BootOptions = {}): Promise<A
     await kernel.close();
     throw error;
   }
+  if (options.background) {
+    try {
+      await startJobs(kernel, selected, apis);
+    } catch (error) {
+      await kernel.close();
+      throw error;
+    }
+  }
   const started = options.background ? selected.filter((domain) => domain.start) : [];
   for (const domain of started) domain.start!(apis[domain.name]);
   return {
@@ -55,10 +63,23 @@ export async function boot(config: Config, options: BootOptions = {}): Promise<A
     kernel,
     domains: apis as DomainApis,
     async close() {
+      // No job may start or finish against a domain that is stopping.
+      await kernel.worker.stop();
       for (const domain of [...started].reverse()) await domain.stop?.(apis[domain.name]);
       await kernel.close();
     },
   };
+}
+
+/** Registers the booted domains' job handlers and schedules, and starts the worker. */
+async function startJobs(kernel: Kernel, selected: readonly AnyDomain[], apis: Record<string, unknown>): Promise<void> {
+  for (const domain of selected) {
+    for (const [kind, handler] of Object.entries(domain.jobs?.(apis[domain.name]) ?? {})) kernel.worker.register(kind, handler);
+  }
+  for (const domain of selected) {
+    for (const { kind, everySeconds } of domain.schedules?.(apis[domain.name]) ?? []) await kernel.worker.schedule(kind, everySeconds);
+  }
+  await kernel.worker.start();
 }
 
 /** Runs `fn` in its own unit of work (outside an HTTP request: CLI, start-up, tests). */

@@ -4,6 +4,7 @@ import { loadConfig } from './config';
 import { boot, inContext, type Atrium } from './boot';
 import { isAppError } from './errors/catalog';
 import { mailStatuses, type MailStatus } from './mail/outbox.entity';
+import { jobStatus, jobStatuses, type JobRecord, type JobStatus } from './jobs/job-queue';
 import { buildApp } from './app';
 import { identityDomain } from './domains/identity';
 import { isSubgraphName, serveSubgraph, subgraphDefinition } from '../subgraphs/serve';
@@ -23,6 +24,10 @@ Commands:
       [--status pending|sent|failed|logged] [--limit N]   (limit defaults to 20)
       --show <id> [--html]    Print one mail: its headers and text (or its HTML)
       --retry                 Retry failed mail now (needs SMTP_URL)
+  jobs                        List background jobs (newest first) as JSON lines
+      [--status pending|running|failed|dead|done] [--kind K] [--limit N]   (limit defaults to 20)
+      --show <id>             Print one job with its payload
+      --retry <id>            Put a dead-lettered job back (attempts reset, due now)
 
 Options:
   -h, --help                  Show this help
@@ -176,6 +181,61 @@ async function mailOutbox(args: string[]) {
   }
 }
 
+/** A job as the CLI prints it; the payload only with `--show`. */
+function jobLine(job: JobRecord, withPayload = false) {
+  const iso = (date: Date | null) => date?.toISOString() ?? null;
+  return JSON.stringify({
+    id: job.id,
+    kind: job.kind,
+    status: jobStatus(job),
+    attempts: job.attempts,
+    max_attempts: job.maxAttempts,
+    run_at: iso(job.runAt),
+    lease_owner: job.leaseOwner,
+    lease_expires_at: iso(job.leaseExpiresAt),
+    last_error: job.lastError,
+    dead_lettered_at: iso(job.deadLetteredAt),
+    completed_at: iso(job.completedAt),
+    dedupe_key: job.dedupeKey,
+    created_at: iso(job.createdAt),
+    ...(withPayload ? { payload: job.payload } : {}),
+  });
+}
+
+/** The operator's view of the job queue; it runs no job itself. */
+async function jobs(args: string[]) {
+  const { values } = parse(args, {
+    status: { type: 'string' },
+    kind: { type: 'string' },
+    limit: { type: 'string' },
+    show: { type: 'string' },
+    retry: { type: 'string' },
+  });
+  if (values.help) return console.log(USAGE);
+  if (typeof values.show === 'string') {
+    const id = values.show;
+    const job = await oneShot((s) => s.kernel.jobs.get(id));
+    if (!job) throw new Refused(`No job with id "${id}"`);
+    return console.log(jobLine(job, true));
+  }
+  if (typeof values.retry === 'string') {
+    const id = values.retry;
+    const result = await oneShot((s) => s.kernel.jobs.retry(id));
+    if (!result) throw new Refused(`No job with id "${id}"`);
+    if (!result.retried) throw new Refused(`Job "${id}" is ${jobStatus(result.job)}, not dead-lettered`);
+    return console.log(jobLine(result.job));
+  }
+  const limit = values.limit === undefined ? 20 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be an integer from 1 to 1000');
+  const status = values.status;
+  if (status !== undefined && !jobStatuses.includes(status as JobStatus)) {
+    throw new UsageError(`--status must be one of ${jobStatuses.join(', ')}`);
+  }
+  const kind = typeof values.kind === 'string' ? values.kind : undefined;
+  const list = await oneShot((s) => s.kernel.jobs.list({ status: status as JobStatus | undefined, kind, limit }));
+  for (const job of list) console.log(jobLine(job));
+}
+
 /** Stops `stop` on the first SIGINT/SIGTERM, then exits. */
 function onSignal(stop: () => Promise<void>, log: (msg: string) => void) {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -241,6 +301,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   'create-api-key': createApiKey,
   subgraph,
   'mail-outbox': mailOutbox,
+  jobs,
 };
 
 async function main(argv: string[]) {

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { EntityClass } from '../kernel/domain';
 import { recordReplacedMigrations, type MigrationEntry } from './migrations';
+import { CommitHooks } from './unit-of-work';
 
 export type Orm = MikroORM;
 
@@ -22,6 +23,8 @@ export function ormOptions(databaseFile: string, schema: Schema): Options {
     entities: [...schema.entities],
     metadataProvider: ReflectMetadataProvider,
     extensions: [Migrator],
+    // afterCommit / beforeCommit (src/db/unit-of-work.ts).
+    subscribers: [new CommitHooks()],
     // Each request, WebSocket operation and job gets its own fork; touching the
     // global manager by accident is a bug, so it throws.
     allowGlobalContext: false,

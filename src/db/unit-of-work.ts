@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { EventSubscriber, Transaction, TransactionEventArgs } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/better-sqlite';
 import type { Orm } from './orm';
 
@@ -18,6 +19,11 @@ export function runInUnitOfWork<T>(orm: Orm, fn: () => T): T {
   return scopes.run({ orm }, fn);
 }
 
+/** Whether the caller runs inside a unit of work of `orm` (runInUnitOfWork, a request, a job). */
+export function inUnitOfWork(orm: Orm): boolean {
+  return scopes.getStore()?.orm === orm;
+}
+
 /**
  * The unit of work of the current request, WebSocket operation or job; a
  * fresh fork where there is none. Take it once per service method.
@@ -26,4 +32,107 @@ export function currentEm(orm: Orm): EntityManager {
   const scope = scopes.getStore();
   if (scope && scope.orm === orm) return (scope.em ??= orm.em.fork());
   return orm.em.fork();
+}
+
+/**
+ * Runs `fn` in one database transaction of the current unit of work: inside
+ * `fn`, `currentEm(orm)` is the transaction's EntityManager (also passed as
+ * `em`), so whatever a service persists or flushes there, jobs enqueued
+ * included, commits or rolls back together. Changes still pending in the
+ * unit of work are flushed first, on their own: a transaction starts from a
+ * clean unit of work. (MikroORM's transaction fork would write the pending
+ * changes of loaded entities in the transaction, and after a rollback the
+ * unit of work would take them for stored: they would be lost.) Nesting
+ * makes a savepoint.
+ *
+ * SQLite has one connection: inside `fn`, never await a query of another
+ * EntityManager (`orm.em.fork()`), nor anything slow (network): every other
+ * query of the process waits for the commit.
+ */
+export async function transaction<T>(orm: Orm, fn: (em: EntityManager) => Promise<T>): Promise<T> {
+  const outer = currentEm(orm);
+  await outer.flush();
+  const nested = outer.isInTransaction();
+  let inner: EntityManager | undefined;
+  const result = await outer.transactional((tx) => {
+    inner = tx;
+    return scopes.run({ orm, em: tx }, () => fn(tx));
+  });
+  // A savepoint's release is no commit: its hooks wait for the enclosing one.
+  if (nested && inner) hooksOf(outer).push(...take(inner));
+  return result;
+}
+
+type Hook = { when: 'before'; fn: (tx: Transaction) => Promise<void> } | { when: 'after'; fn: () => void };
+
+/** Hooks per EntityManager; an em that never commits takes its hooks with it. */
+const hooks = new WeakMap<EntityManager, Hook[]>();
+
+function hooksOf(em: EntityManager): Hook[] {
+  let list = hooks.get(em);
+  if (!list) hooks.set(em, (list = []));
+  return list;
+}
+
+function take(em: EntityManager): Hook[] {
+  const list = hooks.get(em) ?? [];
+  hooks.delete(em);
+  return list;
+}
+
+/**
+ * Runs `fn` once the next transaction of `em` commits: its next flush, or
+ * the `transaction()` / `em.transactional()` it belongs to. Dropped if that
+ * transaction rolls back. For side effects that must not happen for work
+ * that did not commit (waking a worker, publishing an event). `fn` runs
+ * after the commit: an error it throws cannot undo it, so it is reported as
+ * a process warning and not thrown.
+ */
+export function afterCommit(em: EntityManager, fn: () => void): void {
+  hooksOf(em).push({ when: 'after', fn });
+}
+
+/**
+ * Runs `fn` inside the next transaction of `em`, after its writes and just
+ * before COMMIT; `fn` gets the open transaction to run statements in. An
+ * error rolls the transaction back. For a last check or fix-up that must
+ * commit atomically with the work (see the job queue's dedupe keys).
+ */
+export function beforeCommit(em: EntityManager, fn: (tx: Transaction) => Promise<void>): void {
+  hooksOf(em).push({ when: 'before', fn });
+}
+
+/**
+ * Runs the hooks of `afterCommit` and `beforeCommit`; registered once in the
+ * ORM options (src/db/orm.ts). MikroORM reports a root transaction's events
+ * with the EntityManager that ran it: the flushing em for an implicit flush,
+ * the transaction's fork for `em.transactional()`.
+ */
+export class CommitHooks implements EventSubscriber {
+  async beforeTransactionCommit(args: TransactionEventArgs): Promise<void> {
+    const list = hooks.get(args.em as EntityManager);
+    if (!list || !args.transaction) return;
+    // A hook may register further hooks (for the next commit): run only those present now.
+    const before = list.filter((hook) => hook.when === 'before');
+    hooks.set(args.em as EntityManager, list.filter((hook) => hook.when === 'after'));
+    for (const hook of before) await (hook.fn as (tx: Transaction) => Promise<void>)(args.transaction);
+  }
+
+  afterTransactionCommit(args: TransactionEventArgs): void {
+    const list = hooks.get(args.em as EntityManager);
+    if (!list) return;
+    hooks.set(args.em as EntityManager, list.filter((hook) => hook.when === 'before'));
+    for (const hook of list) {
+      if (hook.when !== 'after') continue;
+      try {
+        hook.fn();
+      } catch (error) {
+        process.emitWarning(error as Error);
+      }
+    }
+  }
+
+  afterTransactionRollback(args: TransactionEventArgs): void {
+    hooks.delete(args.em as EntityManager);
+  }
 }

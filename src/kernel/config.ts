@@ -38,6 +38,24 @@ export interface KernelConfig {
   mailFrom: string;
   /** Seconds between automatic retries of failed mail; 0 turns them off. */
   mailRetrySeconds: number;
+  /** The job worker of a serving process (src/jobs); tests lower these. */
+  jobs: JobsConfig;
+}
+
+export interface JobsConfig {
+  /** Milliseconds between looks for due jobs; an enqueue by this process wakes the worker at once. */
+  pollMs: number;
+  /** Jobs run at the same time by one process. */
+  concurrency: number;
+  /** How long a claimed job is reserved to its worker, renewed while it runs; after a crash, another worker takes it over once it ends. */
+  leaseSeconds: number;
+  /** Attempts of a job (unless its enqueuer sets its own) before it is dead-lettered. */
+  maxAttempts: number;
+  /** Delay before the first retry; doubled for each further retry (with jitter) up to `retryMaxSeconds`. */
+  retryBaseSeconds: number;
+  retryMaxSeconds: number;
+  /** How long completed jobs stay visible (`atrium jobs --status done`) before they are pruned. */
+  keepDoneSeconds: number;
 }
 
 export interface RateLimitConfig {
@@ -106,6 +124,15 @@ export function loadKernelConfig(env: Env): KernelConfig {
     smtpUrl: smtpUrl(env),
     mailFrom: mailFrom(env),
     mailRetrySeconds: int(env, 'MAIL_RETRY_SECONDS', 300),
+    jobs: {
+      pollMs: int(env, 'JOB_POLL_MS', 1000, 10),
+      concurrency: int(env, 'JOB_CONCURRENCY', 2, 1),
+      leaseSeconds: int(env, 'JOB_LEASE_SECONDS', 60, 1),
+      maxAttempts: int(env, 'JOB_MAX_ATTEMPTS', 5, 1),
+      retryBaseSeconds: int(env, 'JOB_RETRY_BASE_SECONDS', 10, 1),
+      retryMaxSeconds: int(env, 'JOB_RETRY_MAX_SECONDS', 3600, 1),
+      keepDoneSeconds: int(env, 'JOB_KEEP_DONE_SECONDS', 86400),
+    },
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < 32) {
     throw new Error('JWT_SECRET must be at least 32 bytes');

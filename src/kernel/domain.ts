@@ -1,6 +1,7 @@
 import type { MigrationEntry } from '../db/migrations';
 import type { Env } from '../env';
 import type { ErrorEntry } from '../errors/catalog';
+import type { JobHandler, JobSchedule } from '../jobs/worker';
 import type { Kernel } from './kernel';
 import type { KernelConfig } from './config';
 
@@ -33,6 +34,13 @@ export interface DomainModule<Name extends string = string, Api = unknown, Deps 
   readonly create: (input: DomainInput<Deps, Config>) => Api;
   /** Seed data and bootstrap, in one unit of work on every start (idempotent). */
   readonly seed?: (api: Api) => Promise<void>;
+  /**
+   * Its job handlers by kind (`<domain>.<name>`), run by the worker of a
+   * serving process. Jobs are enqueued with `kernel.jobs.enqueue`.
+   */
+  readonly jobs?: (api: Api) => Readonly<Record<string, JobHandler>>;
+  /** Its recurring jobs (each kind needs a handler in `jobs`): one pending job per kind, the first due one interval after start. */
+  readonly schedules?: (api: Api) => readonly JobSchedule[];
   /** Background work of a serving process (never of a CLI command). */
   readonly start?: (api: Api) => void;
   /** Stops what `start` started and waits for work in flight. */

@@ -6,6 +6,11 @@ import { MemoryEventBus, type EventBus } from '../events/event-bus';
 import { Mailer } from '../mail/mailer';
 import { MailOutbox } from '../mail/outbox.entity';
 import { mailMigrations } from '../mail/migrations';
+import { Job } from '../jobs/job.entity';
+import type { JobQueue } from '../jobs/job-queue';
+import { jobMigrations } from '../jobs/migrations';
+import { SqliteJobQueue } from '../jobs/sqlite-job-queue';
+import { JobWorker } from '../jobs/worker';
 import { MemoryRateLimiter } from '../rate-limit/rate-limiter';
 import { Budgets } from '../rate-limit/budgets';
 import { SecretBox } from '../crypto/secret-box';
@@ -16,8 +21,9 @@ import { stderrLogger, SwitchableLogger } from './logger';
 
 /**
  * What every domain builds on: the database and its unit of work, the hot
- * read path, the ports (SQL dialect, event bus, rate-limit store) with their
- * SQLite and single-node adapters, the mail transport, secrets, and the
+ * read path, the ports (SQL dialect, event bus, rate-limit store, job queue)
+ * with their SQLite and single-node adapters, the job worker, the mail
+ * transport, secrets, and the
  * process's logger. The kernel imports no domain.
  */
 export interface Kernel {
@@ -30,16 +36,20 @@ export interface Kernel {
   /** Rate-limit budgets over the store port (memory on one node). */
   budgets: Budgets;
   mailer: Mailer;
+  /** Durable background jobs: `jobs.enqueue` joins the caller's unit of work. */
+  jobs: JobQueue;
+  /** Runs the jobs; started by a serving process only (boot with `background`). */
+  worker: JobWorker;
   secrets: Secrets;
   secretBox: SecretBox;
   log: SwitchableLogger;
   close(): Promise<void>;
 }
 
-/** The kernel's own tables (the mail outbox) and their migrations. */
+/** The kernel's own tables (the mail outbox, the jobs) and their migrations. */
 export const kernelSchema: { entities: EntityClass[]; migrations: MigrationEntry[] } = {
-  entities: [MailOutbox],
-  migrations: mailMigrations,
+  entities: [MailOutbox, Job],
+  migrations: [...mailMigrations, ...jobMigrations],
 };
 
 export async function createKernel(
@@ -59,6 +69,8 @@ export async function createKernel(
   const reads = new ReadStore(config.databaseFile);
   watchWrites(orm, reads);
   const mailer = new Mailer(orm, { smtpUrl: config.smtpUrl, from: config.mailFrom, logger: log });
+  const jobs = new SqliteJobQueue(orm, { maxAttempts: config.jobs.maxAttempts });
+  const worker = new JobWorker(orm, jobs, config.jobs, log);
   return {
     config,
     orm,
@@ -67,10 +79,13 @@ export async function createKernel(
     events: new MemoryEventBus(),
     budgets: new Budgets(new MemoryRateLimiter(config.rateLimit.windowSeconds), config.rateLimit),
     mailer,
+    jobs,
+    worker,
     secrets,
     secretBox: SecretBox.fromKeyrings(secrets.encryptionKeys),
     log,
     async close() {
+      await worker.stop();
       await mailer.close();
       reads.close();
       await orm.close();
