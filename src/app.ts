@@ -40,7 +40,7 @@ function validatorCompilers() {
 /** Builds the whole app without listening; main.ts listens, tests inject. */
 export async function buildApp(options: BuildOptions = {}): Promise<FastifyInstance> {
   const config = loadConfig(options.env, options.config);
-  // A server does background work (mail retries, due deletions); CLI commands boot without it.
+  // A server runs the job worker (mail delivery, due deletions, idle sessions, cleanup); CLI commands boot without it.
   const atrium = await boot(config, { background: true });
   const supergraph = await buildSupergraph();
 

@@ -20,7 +20,7 @@ export interface BootOptions {
    * subgraph's); each comes with the domains it requires. Default: all.
    */
   domains?: readonly AnyDomain[];
-  /** Start background work (the server does; CLI commands never do). */
+  /** Run the job worker with every handler and schedule (a serving process does; CLI commands never do). */
   background?: boolean;
 }
 
@@ -56,16 +56,11 @@ export async function boot(config: Config, options: BootOptions = {}): Promise<A
       throw error;
     }
   }
-  const started = options.background ? selected.filter((domain) => domain.start) : [];
-  for (const domain of started) domain.start!(apis[domain.name]);
   return {
     config,
     kernel,
     domains: apis as DomainApis,
     async close() {
-      // No job may start or finish against a domain that is stopping.
-      await kernel.worker.stop();
-      for (const domain of [...started].reverse()) await domain.stop?.(apis[domain.name]);
       await kernel.close();
     },
   };
@@ -76,9 +71,8 @@ async function startJobs(kernel: Kernel, selected: readonly AnyDomain[], apis: R
   for (const domain of selected) {
     for (const [kind, handler] of Object.entries(domain.jobs?.(apis[domain.name]) ?? {})) kernel.worker.register(kind, handler);
   }
-  for (const domain of selected) {
-    for (const { kind, everySeconds } of domain.schedules?.(apis[domain.name]) ?? []) await kernel.worker.schedule(kind, everySeconds);
-  }
+  const schedules = [...kernel.schedules, ...selected.flatMap((domain) => domain.schedules?.(apis[domain.name]) ?? [])];
+  for (const { kind, everySeconds } of schedules) await kernel.worker.schedule(kind, everySeconds);
   await kernel.worker.start();
 }
 

@@ -246,7 +246,7 @@ test('GraphQL: requestAccountDeletion needs stepUp; me shows deletionScheduledFo
   assert.equal((await gql('mutation { requestAccountDeletion { scheduledFor } }', key)).errors[0].extensions.code, 'forbidden');
 });
 
-test('the sweep runs on a timer started with the services and stopped by close', async (t) => {
+test('the sweep runs as a recurring job of the server (ACCOUNT_DELETION_INTERVAL_SECONDS)', async (t) => {
   const app = await build(t, { accountDeletionIntervalSeconds: 1 });
   const owner = await seedOwner(app);
   const { access_token: token } = await login(app, owner.email);
@@ -254,7 +254,7 @@ test('the sweep runs on a timer started with the services and stopped by close',
   await sql(app, 'update users set deletion_scheduled_for = ? where id = ?', [Date.now() - 1000, owner.userId]);
   const deadline = Date.now() + 5000;
   while (await userExists(app, owner.userId)) {
-    assert.ok(Date.now() < deadline, 'the timer did not delete the due user');
+    assert.ok(Date.now() < deadline, 'the sweep job did not delete the due user');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   const [{ n }] = await sql<{ n: number }>(app, "select count(*) as n from audit_events where action = 'user.deleted'");

@@ -27,7 +27,7 @@ const invite = (app: FastifyInstance, token: string, payload: unknown, prefix = 
 
 /** The token of the newest invitation mail to `email`, read from the outbox link. */
 async function mailedToken(app: FastifyInstance, email: string): Promise<string> {
-  await app.kernel.mailer.idle();
+  await app.kernel.worker.drain();
   const rows = await sql<{ text: string }>(app, "select text from mail_outbox where to_address = ? and template = 'invitation' order by rowid desc", [email]);
   assert.ok(rows[0], `no invitation mail to ${email}`);
   const match = /http:\/\/[^\s]+\/app\/accept-invitation\?token=([A-Za-z0-9_-]+)/.exec(rows[0].text);
@@ -330,7 +330,7 @@ test('bulk: each row is created or fails on its own', async (t) => {
   assert.match(body.results[2].error.detail, /email/);
   const stored = await sql<{ email: string }>(app, 'select email from invitations order by email');
   assert.deepEqual(stored.map((r) => r.email), ['one@example.com', 'two@example.com']);
-  await app.kernel.mailer.idle();
+  await app.kernel.worker.drain();
   const mails = await sql<{ to_address: string }>(app, "select to_address from mail_outbox where template = 'invitation' order by to_address");
   assert.deepEqual(mails.map((m) => m.to_address), ['one@example.com', 'two@example.com']);
   assert.deepEqual(await auditActions(app, owner.companyId), ['invitation.created', 'invitation.created']);

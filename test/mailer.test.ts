@@ -5,8 +5,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { SMTPServer } from 'smtp-server';
 import { build } from './helper';
+import { smtpServer } from './smtp';
 import { loadConfig } from '../src/config';
 import { boot } from '../src/boot';
 import type { Logger } from '../src/kernel/logger';
@@ -21,42 +21,6 @@ import {
 
 const LINK = 'https://atrium.example/reset?token=tok_secret123&x=1';
 
-interface Received {
-  from: string;
-  to: string[];
-  raw: string;
-}
-
-/** A real SMTP server on loopback; `reject` makes it refuse every message with a 550. */
-async function smtpServer(t: { after: (fn: () => unknown) => void }) {
-  const received: Received[] = [];
-  const state = { reject: false };
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
-        if (state.reject) {
-          const error = Object.assign(new Error('Mailbox unavailable'), { responseCode: 550 });
-          return callback(error);
-        }
-        received.push({
-          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-          to: session.envelope.rcptTo.map((r) => r.address),
-          raw: Buffer.concat(chunks).toString('utf8'),
-        });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.server.address() as net.AddressInfo;
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `smtp://127.0.0.1:${port}`, received, state };
-}
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -215,7 +179,7 @@ test('with a real SMTP server the mail is delivered as text and HTML and marked 
   // enqueue returns once stored; the delivery finishes in the background.
   const queued = await app.kernel.mailer.enqueue('other@example.com', accountDeletionCancelled());
   assert.equal(queued.status, 'pending');
-  await app.kernel.mailer.idle();
+  await app.kernel.worker.drain();
   assert.equal((await row(app, queued.id)).status, 'sent');
   assert.equal(smtp.received.length, 2);
 });
@@ -251,6 +215,33 @@ test('a rejected delivery does not throw, stays failed, and retryFailed delivers
   assert.equal(parseMessage(smtp.received[0]!.raw).header('Message-ID'), stored.messageId);
 
   assert.deepEqual(await app.kernel.mailer.retryFailed(), { attempted: 0, sent: 0, failed: 0 });
+});
+
+test('a failed delivery is retried by its job every MAIL_RETRY_SECONDS until it goes out, once', async (t) => {
+  const smtp = await smtpServer(t);
+  const app = await build(t, { smtpUrl: smtp.url, mailRetrySeconds: 1 });
+  app.kernel.log.use(capture());
+  smtp.state.reject = true;
+  const receipt = await app.kernel.mailer.enqueue('user@example.com', accountDeleted());
+  await app.kernel.worker.drain();
+  const failed = await row(app, receipt.id);
+  assert.equal(failed.status, 'failed');
+  assert.equal(failed.attempts, 1);
+  const [job] = await app.kernel.jobs.list({ kind: 'mail.deliver', limit: 1 });
+  const wait = job!.runAt.getTime() - Date.now();
+  assert.ok(wait > 0 && wait <= 1000, `the retry is due within MAIL_RETRY_SECONDS, not ${wait} ms`);
+
+  smtp.state.reject = false;
+  const deadline = Date.now() + 5000;
+  while ((await row(app, receipt.id)).status !== 'sent') {
+    assert.ok(Date.now() < deadline, 'the job did not retry the mail');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await app.kernel.worker.drain();
+  assert.equal((await row(app, receipt.id)).attempts, 2);
+  assert.equal(smtp.received.length, 1);
+  const [done] = await app.kernel.jobs.list({ kind: 'mail.deliver', limit: 1 });
+  assert.ok(done!.completedAt, 'the delivery job is done');
 });
 
 test('retries stop after five attempts', async (t) => {

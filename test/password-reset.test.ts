@@ -8,10 +8,10 @@ import { inContext } from '../src/boot';
 const NEW_PASSWORD = 'a-brand-new-password-42';
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
-/** Asks for a reset and waits for the background work (lookup, token, mail) to finish. */
+/** Asks for a reset and waits for its job (lookup, token, mail) to run. */
 async function requestReset(app: FastifyInstance, email: string, prefix = '/v1') {
   const res = await app.inject({ method: 'POST', url: `${prefix}/auth/password-reset/request`, payload: { email } });
-  await app.domains.identity.passwordReset.idle();
+  await app.kernel.worker.drain();
   return res;
 }
 
@@ -222,7 +222,7 @@ test('GraphQL requestPasswordReset and resetPassword; sendResetFor for the admin
     const res = await gql('mutation($e: String!) { requestPasswordReset(email: $e) }', { e: email });
     assert.deepEqual(res.json(), { data: { requestPasswordReset: true } });
   }
-  await app.domains.identity.passwordReset.idle();
+  await app.kernel.worker.drain();
   const token = tokenOf(app, (await outbox(app))[0]!);
   const done = await gql('mutation($i: ResetPasswordInput!) { resetPassword(input: $i) }', { i: { token, newPassword: NEW_PASSWORD } });
   assert.deepEqual(done.json(), { data: { resetPassword: true } });

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { bearer, build, createCompanyKey, login, seedOwner } from './helper';
 import { sqlDuring } from './sql-counter';
-import { EXTERNAL_WRITES_SEEN_MS } from '../src/db/read-store';
+import { EXTERNAL_WRITES_SEEN_MS } from '../src/db/change-signal';
 
 /**
  * The hot reads (the caller's profile, the company plan) are cached until the

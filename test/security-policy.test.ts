@@ -242,7 +242,7 @@ test('min_password_length: a password reset shorter than the policy is 422; a lo
   assert.equal((await put(app, ownerToken, { min_password_length: 20 })).statusCode, 200);
 
   await app.inject({ method: 'POST', url: '/v1/auth/password-reset/request', payload: { email: member.email } });
-  await app.domains.identity.passwordReset.idle();
+  await app.kernel.worker.drain();
   const [mail] = await sql<{ text: string }>(app, "select text from mail_outbox where template = 'password_reset'");
   const token = /reset-password\?token=([A-Za-z0-9_-]+)/.exec(mail!.text)![1]!;
   const short = await app.inject({

@@ -19,6 +19,11 @@ export function runInUnitOfWork<T>(orm: Orm, fn: () => T): T {
   return scopes.run({ orm }, fn);
 }
 
+/** Runs `fn` in the caller's unit of work, or in one of its own when there is none (a CLI command, a test). */
+export function withUnitOfWork<T>(orm: Orm, fn: () => T): T {
+  return inUnitOfWork(orm) ? fn() : runInUnitOfWork(orm, fn);
+}
+
 /** Whether the caller runs inside a unit of work of `orm` (runInUnitOfWork, a request, a job). */
 export function inUnitOfWork(orm: Orm): boolean {
   return scopes.getStore()?.orm === orm;
@@ -90,6 +95,18 @@ function take(em: EntityManager): Hook[] {
  */
 export function afterCommit(em: EntityManager, fn: () => void): void {
   hooksOf(em).push({ when: 'after', fn });
+}
+
+/**
+ * Runs `fn` once the writes made so far in the current unit of work have
+ * committed: when the enclosing `transaction()` commits (never if it rolls
+ * back), or at once when none is open (a native write has committed
+ * already). For events that announce a change (`session.revoked`).
+ */
+export function whenCommitted(orm: Orm, fn: () => void): void {
+  const em = currentEm(orm);
+  if (em.isInTransaction()) afterCommit(em, fn);
+  else fn();
 }
 
 /**

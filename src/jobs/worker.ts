@@ -26,6 +26,13 @@ export interface RunningJob {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type JobHandler<P extends JobPayload = any> = (payload: P, job: RunningJob) => Promise<void>;
 
+/** How long a kind's failed runs wait before their retry (default: the worker's JOB_RETRY_* settings). */
+export interface RetryPolicy {
+  /** Delay before the first retry; doubled for each further one, up to `maxSeconds` (equal: a fixed interval). */
+  baseSeconds: number;
+  maxSeconds: number;
+}
+
 /** A recurring job: exactly one pending job of the kind, run every `everySeconds` (after a run ends). */
 export interface JobSchedule {
   kind: string;
@@ -70,6 +77,7 @@ export class JobWorker {
   /** Lease owner: unique per process start, readable by an operator. */
   readonly owner = `${hostname().slice(0, 64)}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private readonly handlers = new Map<string, JobHandler>();
+  private readonly retries = new Map<string, RetryPolicy>();
   private readonly schedules = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
@@ -91,10 +99,11 @@ export class JobWorker {
     });
   }
 
-  /** Adds the handler of `kind` (also on a running worker). A kind has one handler. */
-  register(kind: string, handler: JobHandler): void {
+  /** Adds the handler of `kind` (also on a running worker), with its own retry delays if given. A kind has one handler. */
+  register(kind: string, handler: JobHandler, retry?: RetryPolicy): void {
     if (this.handlers.has(kind)) throw new Error(`Job kind "${kind}" has a handler already`);
     this.handlers.set(kind, handler);
+    if (retry) this.retries.set(kind, retry);
     this.wake();
   }
 
@@ -229,9 +238,8 @@ export class JobWorker {
   private async recordFailure(claim: Claim, error: unknown): Promise<void> {
     const { job } = claim;
     const dead = job.attempts >= job.maxAttempts;
-    const retryAt = dead
-      ? null
-      : new Date(Date.now() + retryDelaySeconds(job.attempts, this.options.retryBaseSeconds, this.options.retryMaxSeconds) * 1000);
+    const retry = this.retries.get(job.kind) ?? { baseSeconds: this.options.retryBaseSeconds, maxSeconds: this.options.retryMaxSeconds };
+    const retryAt = dead ? null : new Date(Date.now() + retryDelaySeconds(job.attempts, retry.baseSeconds, retry.maxSeconds) * 1000);
     const fields = { jobId: job.id, kind: job.kind, attempt: job.attempts, maxAttempts: job.maxAttempts, err: errorText(error) };
     try {
       const recorded = await runInUnitOfWork(this.orm, async () => {

@@ -36,7 +36,7 @@ export interface KernelConfig {
   smtpUrl?: string;
   /** From header of outgoing mail. */
   mailFrom: string;
-  /** Seconds between automatic retries of failed mail; 0 turns them off. */
+  /** Seconds between automatic retries of failed mail, and between sweeps of the outbox that blank the bodies of mail whose one-time link expired; 0 turns both off. */
   mailRetrySeconds: number;
   /** The job worker of a serving process (src/jobs); tests lower these. */
   jobs: JobsConfig;

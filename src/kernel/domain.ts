@@ -41,10 +41,6 @@ export interface DomainModule<Name extends string = string, Api = unknown, Deps 
   readonly jobs?: (api: Api) => Readonly<Record<string, JobHandler>>;
   /** Its recurring jobs (each kind needs a handler in `jobs`): one pending job per kind, the first due one interval after start. */
   readonly schedules?: (api: Api) => readonly JobSchedule[];
-  /** Background work of a serving process (never of a CLI command). */
-  readonly start?: (api: Api) => void;
-  /** Stops what `start` started and waits for work in flight. */
-  readonly stop?: (api: Api) => Promise<void>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

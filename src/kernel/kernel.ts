@@ -1,16 +1,17 @@
 import { sqliteDialect, type SqlDialect } from '../db/dialect';
 import type { MigrationEntry } from '../db/migrations';
 import { openDatabase, type Orm } from '../db/orm';
-import { ReadStore, watchWrites } from '../db/read-store';
+import { ReadStore } from '../db/read-store';
+import { SqliteChangeSignal, watchWrites, type ChangeSignal } from '../db/change-signal';
 import { MemoryEventBus, type EventBus } from '../events/event-bus';
-import { Mailer } from '../mail/mailer';
+import { MAIL_DELIVER, MAIL_HOUSEKEEPING, Mailer } from '../mail/mailer';
 import { MailOutbox } from '../mail/outbox.entity';
 import { mailMigrations } from '../mail/migrations';
 import { Job } from '../jobs/job.entity';
 import type { JobQueue } from '../jobs/job-queue';
 import { jobMigrations } from '../jobs/migrations';
 import { SqliteJobQueue } from '../jobs/sqlite-job-queue';
-import { JobWorker } from '../jobs/worker';
+import { JobWorker, type JobSchedule } from '../jobs/worker';
 import { MemoryRateLimiter } from '../rate-limit/rate-limiter';
 import { Budgets } from '../rate-limit/budgets';
 import { SecretBox } from '../crypto/secret-box';
@@ -32,6 +33,8 @@ export interface Kernel {
   /** The SQL of the opened database that the ORM does not write portably. */
   dialect: SqlDialect;
   reads: ReadStore;
+  /** Tells the caches of hot reads that data may have changed (a port; SQLite's data_version here). */
+  changes: ChangeSignal;
   events: EventBus;
   /** Rate-limit budgets over the store port (memory on one node). */
   budgets: Budgets;
@@ -40,6 +43,8 @@ export interface Kernel {
   jobs: JobQueue;
   /** Runs the jobs; started by a serving process only (boot with `background`). */
   worker: JobWorker;
+  /** The kernel's own recurring jobs (the domains bring theirs). */
+  schedules: readonly JobSchedule[];
   secrets: Secrets;
   secretBox: SecretBox;
   log: SwitchableLogger;
@@ -67,26 +72,33 @@ export async function createKernel(
     { migrate: config.migrate },
   );
   const reads = new ReadStore(config.databaseFile);
-  watchWrites(orm, reads);
-  const mailer = new Mailer(orm, { smtpUrl: config.smtpUrl, from: config.mailFrom, logger: log });
+  const changes = new SqliteChangeSignal(reads);
+  watchWrites(orm, changes);
   const jobs = new SqliteJobQueue(orm, { maxAttempts: config.jobs.maxAttempts });
   const worker = new JobWorker(orm, jobs, config.jobs, log);
+  const retry = config.mailRetrySeconds;
+  const mailer = new Mailer(orm, jobs, { smtpUrl: config.smtpUrl, from: config.mailFrom, logger: log, retrySeconds: retry });
+  // A failed delivery is retried every MAIL_RETRY_SECONDS (with jitter), not with the jobs' doubling backoff.
+  worker.register(MAIL_DELIVER, (payload: { mailId: string }) => mailer.deliver(payload.mailId), retry > 0 ? { baseSeconds: retry, maxSeconds: retry } : undefined);
+  worker.register(MAIL_HOUSEKEEPING, async () => void (await mailer.forgetExpiredSecrets()));
   return {
     config,
     orm,
     dialect: sqliteDialect,
     reads,
+    changes,
     events: new MemoryEventBus(),
     budgets: new Budgets(new MemoryRateLimiter(config.rateLimit.windowSeconds), config.rateLimit),
     mailer,
     jobs,
     worker,
+    schedules: config.mailRetrySeconds > 0 ? [{ kind: MAIL_HOUSEKEEPING, everySeconds: config.mailRetrySeconds }] : [],
     secrets,
     secretBox: SecretBox.fromKeyrings(secrets.encryptionKeys),
     log,
     async close() {
       await worker.stop();
-      await mailer.close();
+      mailer.close();
       reads.close();
       await orm.close();
     },

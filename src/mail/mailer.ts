@@ -4,6 +4,8 @@ import { AppError } from '../errors/catalog';
 import { MailOutbox, type MailMeta, type MailStatus } from './outbox.entity';
 import type { MailContent } from './templates';
 import { stderrLogger, type Logger } from '../kernel/logger';
+import { afterCommit, currentEm, withUnitOfWork } from '../db/unit-of-work';
+import type { JobQueue } from '../jobs/job-queue';
 
 export interface MailerOptions {
   /** `smtp://user:pass@host:587` or `smtps://host:465`; unset keeps mail in the outbox only. */
@@ -13,6 +15,8 @@ export interface MailerOptions {
   logger?: Logger;
   /** SMTP attempts per mail before it stays `failed` for good (default 5). */
   maxAttempts?: number;
+  /** Seconds between automatic retries of a failed delivery (MAIL_RETRY_SECONDS; default 300); 0: none. */
+  retrySeconds?: number;
 }
 
 export interface SendOptions {
@@ -45,6 +49,11 @@ const TEMPLATE_NAME = /^[a-z0-9_.-]{1,64}$/;
 /** What replaces the body of a mail once the one-time link it carried has expired. */
 const FORGOTTEN = 'The one-time link this mail carried has expired, so its text was removed from the outbox.';
 
+/** The job that delivers one stored mail (a kernel job; see Mailer.deliver). */
+export const MAIL_DELIVER = 'mail.deliver';
+/** The recurring job that blanks the bodies of mail whose one-time link expired (every MAIL_RETRY_SECONDS). */
+export const MAIL_HOUSEKEEPING = 'mail.housekeeping';
+
 /**
  * Sends mail through SMTP (`SMTP_URL`) with an outbox table in front: every
  * mail is stored first, so nothing is lost. Without SMTP the stored mail is
@@ -55,34 +64,33 @@ const FORGOTTEN = 'The one-time link this mail carried has expired, so its text 
  * await kernel.mailer.enqueue(user.email, passwordReset({ link, expiresInMinutes: 60 }), { meta: { userId: user.id } });
  * ```
  *
- * - `send()` waits for the SMTP attempt; `enqueue()` returns once the mail is
- *   stored and delivers in the background (use it where response time must
- *   not reveal anything, e.g. password reset for an unknown address).
- * - A failed delivery never throws: the row stays `failed` and is retried by
- *   `retryFailed()` (every `MAIL_RETRY_SECONDS` in a running server) up to
- *   `maxAttempts`. Only an invalid address or a database error throws.
- * - The mail is written in its own unit of work (like the audit log): call
- *   it after your own changes are flushed, and never inside
- *   `em.transactional()` (SQLite has one connection; the write would wait on
- *   your transaction).
+ * - A mail is stored in the caller's unit of work, with its `mail.deliver`
+ *   job: it commits with the change that caused it (a transactional outbox),
+ *   and a change that rolls back sends nothing. Outside a unit of work it
+ *   gets one of its own.
+ * - `enqueue()` returns once the mail is stored; the job worker of a serving
+ *   process delivers it. A failed delivery is retried by the job (every
+ *   MAIL_RETRY_SECONDS, see the kernel) up to `maxAttempts`, then stays
+ *   `failed`. `send()` also attempts the
+ *   delivery at once and answers the outcome (the job is then the retry).
  * - Delivery is at least once: a retry after an ambiguous failure repeats
  *   the same Message-ID, so receiving servers can tell the two apart.
  */
 export class Mailer {
   private readonly transport: Transporter | undefined;
   private readonly maxAttempts: number;
+  private readonly retrySeconds: number;
   private readonly messageIdDomain: string;
   private readonly logger: Logger;
-  private readonly inflight = new Set<Promise<unknown>>();
-  private timer: NodeJS.Timeout | undefined;
-  private retrying = false;
 
   constructor(
     private readonly orm: Orm,
+    private readonly jobs: JobQueue,
     private readonly options: MailerOptions,
   ) {
     this.logger = options.logger ?? stderrLogger();
     this.maxAttempts = options.maxAttempts ?? 5;
+    this.retrySeconds = options.retrySeconds ?? 300;
     this.messageIdDomain = /@([^\s<>@]+)>?\s*$/.exec(options.from)?.[1] ?? 'localhost';
     this.transport = options.smtpUrl
       ? createTransport({
@@ -101,23 +109,41 @@ export class Mailer {
   }
 
   /**
-   * Stores the mail, then delivers it and waits for the outcome: `sent`,
-   * `failed` (kept for a retry) or `logged` (no SMTP configured).
+   * Stores the mail and its delivery job, then attempts the delivery at once
+   * and answers the outcome: `sent`, `failed` (the job retries it) or
+   * `logged` (no SMTP configured). For an operator or a caller that must
+   * know; the domains enqueue. It commits at once: never call it inside a
+   * `transaction()`.
    */
   async send(to: string, mail: MailContent, options: SendOptions = {}): Promise<MailReceipt> {
-    const row = await this.store(to, mail, options.meta);
+    // The job is the retry: due one retry interval from now, none without automatic retries.
+    const row = await this.store(to, mail, options.meta, 'retry');
     if (row.status === 'logged') return receipt(row);
     return this.attempt(row);
   }
 
   /**
-   * Stores the mail and returns (`pending`, or `logged` without SMTP);
-   * delivery runs in the background. `idle()` waits for it.
+   * Stores the mail (`pending`, or `logged` without SMTP) with its delivery
+   * job, committed with the caller's unit of work; the job worker delivers it.
    */
   async enqueue(to: string, mail: MailContent, options: SendOptions = {}): Promise<MailReceipt> {
-    const row = await this.store(to, mail, options.meta);
-    if (row.status === 'pending') this.track(this.attempt(row));
-    return receipt(row);
+    return receipt(await this.store(to, mail, options.meta, 'now'));
+  }
+
+  /**
+   * The `mail.deliver` job: one attempt at a stored mail. Delivered or given
+   * up: done. A failed attempt, or one another attempt is running, throws,
+   * so the job is retried with backoff and then dead-lettered.
+   */
+  async deliver(mailId: string): Promise<void> {
+    const row = await currentEm(this.orm).findOne(MailOutbox, { id: mailId }, { refresh: true });
+    if (!row || row.status === 'sent' || row.status === 'logged' || row.attempts >= this.maxAttempts) return;
+    if (row.status === 'pending' && row.lastAttemptAt && Date.now() - row.lastAttemptAt.getTime() < STALE_ATTEMPT_MS) {
+      throw new Error('a delivery attempt of this mail is running');
+    }
+    const outcome = await this.attempt(row);
+    if (outcome.status === 'sent') return;
+    throw new Error(outcome.error ?? 'another delivery attempt of this mail was running');
   }
 
   /**
@@ -173,25 +199,6 @@ export class Mailer {
     );
   }
 
-  /**
-   * Every `intervalSeconds` (0: never) until `close()`: retries failed mail
-   * (`retryFailed()`) when SMTP is configured, and forgets expired secrets.
-   */
-  startHousekeeping(intervalSeconds: number): void {
-    if (intervalSeconds <= 0 || this.timer) return;
-    this.timer = setInterval(() => {
-      if (this.retrying) return;
-      this.retrying = true;
-      const run = (this.transport ? this.retryFailed() : this.forgetExpiredSecrets())
-        .catch((error) => this.logger.error({ err: errorText(error) }, 'mail housekeeping failed'))
-        .finally(() => {
-          this.retrying = false;
-        });
-      this.track(run);
-    }, intervalSeconds * 1000);
-    this.timer.unref();
-  }
-
   /** Recent mail, newest first (expired secrets forgotten first). */
   async list(options: { status?: MailStatus; limit?: number } = {}): Promise<MailOutbox[]> {
     await this.forgetExpiredSecrets();
@@ -207,25 +214,12 @@ export class Mailer {
     return this.orm.em.fork().findOne(MailOutbox, { id: id.toLowerCase() });
   }
 
-  /** Resolves once background deliveries started so far have finished. */
-  async idle(): Promise<void> {
-    while (this.inflight.size) await Promise.allSettled([...this.inflight]);
-  }
-
-  /** Stops retrying, waits for background deliveries, closes the SMTP connection. */
-  async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.idle();
+  /** Closes the SMTP connection. */
+  close(): void {
     this.transport?.close();
   }
 
-  private track(work: Promise<unknown>): void {
-    this.inflight.add(work);
-    void work.finally(() => this.inflight.delete(work));
-  }
-
-  private async store(to: string, mail: MailContent, meta: MailMeta | undefined): Promise<MailOutbox> {
+  private async store(to: string, mail: MailContent, meta: MailMeta | undefined, deliver: 'now' | 'retry'): Promise<MailOutbox> {
     const address = to.trim();
     if (address.length > 320 || !ADDRESS.test(address)) {
       throw AppError.validation([{ loc: ['to'], msg: 'not a valid email address', type: 'value_error.email' }]);
@@ -234,28 +228,39 @@ export class Mailer {
     if (!mail.subject || mail.subject.length > 500 || /[\r\n]/.test(mail.subject)) {
       throw new TypeError('a mail subject is one line of 1 to 500 characters');
     }
-    const em = this.orm.em.fork();
-    const row = em.create(MailOutbox, {
-      toAddress: address,
-      subject: mail.subject,
-      text: mail.text,
-      html: mail.html,
-      template: mail.template,
-      status: this.transport ? 'pending' : 'logged',
-      meta: meta ?? null,
-      secretUntil: mail.secretUntil ?? null,
+    return withUnitOfWork(this.orm, async () => {
+      const em = currentEm(this.orm);
+      const row = em.create(MailOutbox, {
+        toAddress: address,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+        template: mail.template,
+        status: this.transport ? 'pending' : 'logged',
+        meta: meta ?? null,
+        secretUntil: mail.secretUntil ?? null,
+      });
+      row.messageId = `<${row.id}@${this.messageIdDomain}>`;
+      if (row.status === 'pending' && (deliver === 'now' || this.retrySeconds > 0)) {
+        this.jobs.enqueue(MAIL_DELIVER, { mailId: row.id }, {
+          maxAttempts: this.retrySeconds > 0 ? this.maxAttempts : 1,
+          ...(deliver === 'retry' ? { runAt: new Date(Date.now() + this.retrySeconds * 1000) } : {}),
+        });
+      }
+      else afterCommit(em, () => this.logStored(row));
+      // Registered before the flush: it commits here, or with the transaction this runs in.
+      await em.flush();
+      return row;
     });
-    row.messageId = `<${row.id}@${this.messageIdDomain}>`;
-    await em.flush();
-    if (row.status === 'logged') {
-      this.logger.info(
-        { mailId: row.id, to: row.toAddress, subject: row.subject, template: row.template },
-        `mail kept in the outbox (no SMTP_URL configured); read it with: atrium mail-outbox --show ${row.id}`,
-      );
-      // The body may hold a one-time link: only at debug level, for development.
-      this.logger.debug({ mailId: row.id, text: row.text }, 'mail text');
-    }
-    return row;
+  }
+
+  private logStored(row: MailOutbox): void {
+    this.logger.info(
+      { mailId: row.id, to: row.toAddress, subject: row.subject, template: row.template },
+      `mail kept in the outbox (no SMTP_URL configured); read it with: atrium mail-outbox --show ${row.id}`,
+    );
+    // The body may hold a one-time link: only at debug level, for development.
+    this.logger.debug({ mailId: row.id, text: row.text }, 'mail text');
   }
 
   /**
@@ -271,7 +276,8 @@ export class Mailer {
       const claimed = await em.nativeUpdate(
         MailOutbox,
         { id: row.id, attempts: seen, status: { $in: ['pending', 'failed'] } },
-        { attempts, lastAttemptAt: new Date() },
+        // `pending` with a fresh lastAttemptAt: an attempt is running (see deliver).
+        { attempts, lastAttemptAt: new Date(), status: 'pending' },
       );
       if (claimed === 0) return { id: row.id, status: row.status, attempts: seen };
       try {
@@ -292,7 +298,7 @@ export class Mailer {
         const message = errorText(error);
         await em.nativeUpdate(MailOutbox, { id: row.id }, { status: 'failed', lastError: message });
         this.logger.warn(
-          { mailId: row.id, template: row.template, attempts, willRetry: attempts < this.maxAttempts, err: message },
+          { mailId: row.id, template: row.template, attempts, willRetry: this.retrySeconds > 0 && attempts < this.maxAttempts, err: message },
           'mail delivery failed',
         );
         return { id: row.id, status: 'failed', attempts, error: message };

@@ -4,7 +4,7 @@ import type { EventBus } from '../../events/event-bus';
 import { actorOf } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { AuditEvent, type ActorType } from './audit-event.entity';
-import { currentEm } from '../../db/unit-of-work';
+import { afterCommit, currentEm, withUnitOfWork } from '../../db/unit-of-work';
 import type { Page } from '../../pagination';
 
 export interface AuditEntry {
@@ -26,25 +26,31 @@ export class AuditService {
   ) {}
 
   /**
-   * Written in its own unit of work so an audit entry never drags along (or
-   * waits on) unrelated pending changes of the caller. Published once stored.
+   * Records an entry in the caller's unit of work and flushes it: the entry
+   * commits with the change it describes (inside `transaction()`, with that
+   * transaction; otherwise with the unit of work's pending changes), so an
+   * audited change never loses its entry. Published on the bus once it has
+   * committed, never for work that rolled back.
    */
   async record(entry: AuditEntry): Promise<AuditEvent> {
-    const em = this.orm.em.fork();
-    const actor = entry.actor ?? actorOf(entry.principal ?? { kind: 'anonymous' });
-    const event = em.create(AuditEvent, {
-      action: entry.action,
-      companyId: entry.companyId,
-      ...actor,
-      targetType: entry.targetType ?? null,
-      targetId: entry.targetId ?? null,
-      ip: entry.meta?.ip ?? null,
-      requestId: entry.meta?.requestId ?? null,
-      data: entry.data ?? null,
+    return withUnitOfWork(this.orm, async () => {
+      const em = currentEm(this.orm);
+      const actor = entry.actor ?? actorOf(entry.principal ?? { kind: 'anonymous' });
+      const event = em.create(AuditEvent, {
+        action: entry.action,
+        companyId: entry.companyId,
+        ...actor,
+        targetType: entry.targetType ?? null,
+        targetId: entry.targetId ?? null,
+        ip: entry.meta?.ip ?? null,
+        requestId: entry.meta?.requestId ?? null,
+        data: entry.data ?? null,
+      });
+      // Registered before the flush: it runs at this flush's commit, or at the enclosing transaction's.
+      afterCommit(em, () => this.bus.publish('audit.recorded', event));
+      await em.flush();
+      return event;
     });
-    await em.flush();
-    this.bus.publish('audit.recorded', event);
-    return event;
   }
 
   /** The company's audit entries as they are recorded, live (the `auditEvents` subscription). */

@@ -18,7 +18,7 @@ export const billingDomain = defineDomain({
   entities: [Plan, UsageRecord],
   migrations: billingMigrations,
   create: ({ kernel }) => ({
-    plans: new PlanService(kernel.orm, kernel.reads),
+    plans: new PlanService(kernel.orm, kernel.reads, kernel.changes),
     usage: new UsageService(kernel.orm),
   }),
   seed: async (billing) => {

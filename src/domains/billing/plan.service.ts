@@ -1,5 +1,6 @@
 import type { Orm } from '../../db/orm';
-import { VersionedCache, type ReadStore } from '../../db/read-store';
+import type { ReadStore } from '../../db/read-store';
+import { VersionedCache, type ChangeSignal } from '../../db/change-signal';
 import { currentEm } from '../../db/unit-of-work';
 import { Plan } from './plan.entity';
 
@@ -31,8 +32,9 @@ export class PlanService {
   constructor(
     private readonly orm: Orm,
     private readonly reads: ReadStore,
+    changes: ChangeSignal,
   ) {
-    this.byId = new VersionedCache(reads);
+    this.byId = new VersionedCache(changes);
   }
 
   async list(): Promise<Plan[]> {

@@ -91,7 +91,7 @@ export class ModelAdminService {
       contextLength: input.contextLength,
       blocked: input.blocked ?? false,
     });
-    await em.flush();
+    // The change and its audit entry commit in one flush (the audit log's).
     await this.audit.record({
       action: 'model.created',
       // The catalog is platform-wide; the entry is kept in the acting superadmin's company log.
@@ -125,7 +125,7 @@ export class ModelAdminService {
       }
     }
     if (Object.keys(changes).length === 0) return model;
-    await em.flush();
+    // The change and its audit entry commit in one flush (the audit log's).
     await this.audit.record({
       action: 'model.updated',
       companyId: caller.companyId,

@@ -179,22 +179,22 @@ export class ConnectorService {
     row.updatedAt = new Date();
     row.updatedBy = caller.kind === 'user' ? caller.userId : caller.keyId;
     try {
-      await em.flush();
+      // The change and its audit entry commit in one flush (the audit log's).
+      await this.audit.record({
+        action: 'connector.updated',
+        companyId: target,
+        principal,
+        meta,
+        targetType: 'connector',
+        targetId: connector,
+        data: { connector, fields: changed, enabled: row.enabled },
+      });
     } catch (error) {
       if (error instanceof UniqueConstraintViolationException) {
         throw new AppError('conflict', 'The connector was configured by another request at the same time; try again');
       }
       throw error;
     }
-    await this.audit.record({
-      action: 'connector.updated',
-      companyId: target,
-      principal,
-      meta,
-      targetType: 'connector',
-      targetId: connector,
-      data: { connector, fields: changed, enabled: row.enabled },
-    });
     return viewOf(row);
   }
 

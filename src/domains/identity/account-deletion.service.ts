@@ -6,7 +6,7 @@ import { AppError } from '../../errors/catalog';
 import { requireUser } from '../../auth/policy';
 import { requireRecentAuthentication } from './recent-authentication';
 import type { Principal, RequestMeta } from '../../auth/principal';
-import { currentEm, runInUnitOfWork } from '../../db/unit-of-work';
+import { currentEm, transaction, whenCommitted, withUnitOfWork } from '../../db/unit-of-work';
 import type { Mailer } from '../../mail/mailer';
 import type { Logger } from '../../kernel/logger';
 import { accountDeleted, accountDeletionCancelled, accountDeletionScheduled } from './mail';
@@ -16,6 +16,8 @@ import { User } from './user.entity';
 /** The web-app page the "cancel the deletion" link of the mail opens (it calls DELETE /me/deletion once signed in). */
 export const CANCEL_DELETION_PATH = '/app/cancel-deletion';
 const DAY_MS = 24 * 3600 * 1000;
+/** The recurring job that runs `executeDue()` (every ACCOUNT_DELETION_INTERVAL_SECONDS). */
+export const ACCOUNT_DELETION_SWEEP = 'identity.account_deletion';
 /** Users deleted per sweep at most; the next sweep takes the rest. */
 const BATCH = 100;
 const SYSTEM_ACTOR = { actorType: 'system' as const, actorId: null, actorLabel: 'account-deletion' };
@@ -43,7 +45,12 @@ export interface DeletionRun {
  *   first wins), which cascades to sessions, refresh tokens, recovery codes,
  *   linked SSO accounts and pending email changes; keys and invitations they
  *   created keep existing without their creator. The audit log keeps
- *   `user.deleted` with the email. A timer runs it in the server process.
+ *   `user.deleted` with the email. The `identity.account_deletion` job runs
+ *   it in the server process.
+ *
+ * Each change commits in one transaction with its audit entry and its mail
+ * (stored in the outbox with its delivery job): none is ever without the
+ * others.
  *
  * Owner rule: an owner may not leave a company whose other users would be
  * left without an owner. An owner needs another active owner who is not
@@ -55,9 +62,6 @@ export interface DeletionRun {
  * other users gone).
  */
 export class AccountDeletionService {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
-
   constructor(
     private readonly orm: Orm,
     private readonly config: IdentitySettings,
@@ -69,14 +73,13 @@ export class AccountDeletionService {
 
   async request(principal: Principal, meta: RequestMeta): Promise<DeletionSchedule> {
     const caller = await requireRecentAuthentication(this.orm, principal);
-    const em = currentEm(this.orm);
     const scheduledFor = new Date(Date.now() + this.config.accountDeletionGraceDays * DAY_MS);
     // One transaction for the rule and the write: SQLite runs one at a time, so two
     // owners asking together cannot both count on the other.
-    const outcome = await em.transactional(async (tx) => {
+    return transaction(this.orm, async (tx) => {
       const user = await tx.findOne(User, { id: caller.userId }, { refresh: true });
       if (!user) throw new AppError('token_invalid', 'The user of this token no longer exists');
-      if (user.deletionScheduledFor) return { user, scheduledFor: user.deletionScheduledFor, created: false };
+      if (user.deletionScheduledFor) return { scheduledFor: user.deletionScheduledFor };
       if (await this.wouldOrphanCompany(tx, user)) {
         throw new AppError(
           'conflict',
@@ -86,127 +89,106 @@ export class AccountDeletionService {
         );
       }
       await tx.nativeUpdate(User, { id: user.id, deletionScheduledFor: null }, { deletionScheduledFor: scheduledFor, updatedAt: new Date() });
-      return { user, scheduledFor, created: true };
-    });
-    if (!outcome.created) return { scheduledFor: outcome.scheduledFor };
-
-    const { user } = outcome;
-    await this.audit.record({
+      await this.audit.record({
       action: 'user.deletion_requested',
       companyId: caller.companyId,
       principal: caller,
       meta,
       targetType: 'user',
       targetId: user.id,
-      data: { scheduledFor: scheduledFor.toISOString(), graceDays: this.config.accountDeletionGraceDays },
+        data: { scheduledFor: scheduledFor.toISOString(), graceDays: this.config.accountDeletionGraceDays },
+      });
+      await this.mailer.enqueue(
+        user.email,
+        accountDeletionScheduled({ name: user.name, scheduledFor, cancelLink: `${this.config.publicUrl}${CANCEL_DELETION_PATH}` }),
+        { meta: { userId: user.id, companyId: caller.companyId, requestId: meta.requestId } },
+      );
+      return { scheduledFor };
     });
-    await this.mailer.enqueue(
-      user.email,
-      accountDeletionScheduled({ name: user.name, scheduledFor, cancelLink: `${this.config.publicUrl}${CANCEL_DELETION_PATH}` }),
-      { meta: { userId: user.id, companyId: caller.companyId, requestId: meta.requestId } },
-    );
-    return { scheduledFor };
   }
 
   /** Cancels the caller's scheduled deletion; 409 conflict when none is scheduled. */
   async cancel(principal: Principal, meta: RequestMeta): Promise<void> {
     const caller = requireUser(principal);
-    const em = currentEm(this.orm);
-    const user = await em.findOne(User, { id: caller.userId }, { refresh: true });
-    if (!user) throw new AppError('token_invalid', 'The user of this token no longer exists');
-    const scheduledFor = user.deletionScheduledFor;
-    const cleared = await em.nativeUpdate(
-      User,
-      { id: user.id, deletionScheduledFor: { $ne: null } },
-      { deletionScheduledFor: null, updatedAt: new Date() },
-    );
-    if (cleared !== 1) throw new AppError('conflict', 'No deletion of your account is scheduled');
-    await this.audit.record({
-      action: 'user.deletion_cancelled',
-      companyId: caller.companyId,
-      principal: caller,
-      meta,
-      targetType: 'user',
-      targetId: user.id,
-      data: { scheduledFor: scheduledFor?.toISOString() ?? null },
-    });
-    await this.mailer.enqueue(user.email, accountDeletionCancelled({ name: user.name }), {
-      meta: { userId: user.id, companyId: caller.companyId, requestId: meta.requestId },
-    });
-  }
-
-  /** Deletes every user whose scheduled deletion time is at or before `now` (up to a batch per call). */
-  async executeDue(now: Date = new Date()): Promise<DeletionRun> {
-    const em = this.orm.em.fork();
-    const run: DeletionRun = { deleted: [], blocked: [] };
-    const due = await em.find(
-      User,
-      { deletionScheduledFor: { $lte: now } },
-      { orderBy: { deletionScheduledFor: 'asc', id: 'asc' }, limit: BATCH, populate: ['company'] },
-    );
-    for (const user of due) {
-      if (await this.wouldOrphanCompany(em, user, now)) {
-        run.blocked.push(user.id);
-        this.logger.warn(
-          { userId: user.id, companyId: user.company.id },
-          'account deletion held back: the user is the only owner of a company with other users',
-        );
-        continue;
-      }
-      const snapshot = {
-        email: user.email,
-        name: user.name,
-        role: user.role,
-        scheduledFor: user.deletionScheduledFor?.toISOString() ?? null,
-      };
-      // The mail first, so it is in the outbox whatever happens next.
-      try {
-        await this.mailer.enqueue(user.email, accountDeleted({ name: user.name }), {
-          meta: { userId: user.id, companyId: user.company.id },
-        });
-      } catch (error) {
-        this.logger.error({ userId: user.id, err: error instanceof Error ? error.message : String(error) }, 'account deletion mail not stored');
-      }
-      // Conditional: a cancel that got in since the read keeps the account.
-      const removed = await em.nativeDelete(User, { id: user.id, deletionScheduledFor: { $lte: now } });
-      if (removed !== 1) continue;
-      run.deleted.push(user.id);
-      // Cached credentials and open sockets of the user end now.
-      this.bus.publish('user.changed', { userId: user.id, access: true });
+    await transaction(this.orm, async (tx) => {
+      const user = await tx.findOne(User, { id: caller.userId }, { refresh: true });
+      if (!user) throw new AppError('token_invalid', 'The user of this token no longer exists');
+      const scheduledFor = user.deletionScheduledFor;
+      const cleared = await tx.nativeUpdate(
+        User,
+        { id: user.id, deletionScheduledFor: { $ne: null } },
+        { deletionScheduledFor: null, updatedAt: new Date() },
+      );
+      if (cleared !== 1) throw new AppError('conflict', 'No deletion of your account is scheduled');
       await this.audit.record({
-        action: 'user.deleted',
-        companyId: user.company.id,
-        actor: SYSTEM_ACTOR,
+        action: 'user.deletion_cancelled',
+        companyId: caller.companyId,
+        principal: caller,
+        meta,
         targetType: 'user',
         targetId: user.id,
-        data: { ...snapshot, reason: 'self_service' },
+        data: { scheduledFor: scheduledFor?.toISOString() ?? null },
       });
-    }
-    if (run.deleted.length || run.blocked.length) {
-      this.logger.info({ deleted: run.deleted.length, blocked: run.blocked.length }, 'account deletions executed');
-    }
-    return run;
+      await this.mailer.enqueue(user.email, accountDeletionCancelled({ name: user.name }), {
+        meta: { userId: user.id, companyId: caller.companyId, requestId: meta.requestId },
+      });
+    });
   }
 
-  /** Runs `executeDue()` every `intervalSeconds` (0: never) until `stop()`; the timer does not keep the process alive. */
-  start(intervalSeconds: number): void {
-    if (intervalSeconds <= 0 || this.timer) return;
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = runInUnitOfWork(this.orm, () => this.executeDue())
-        .catch((error) => this.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'account deletion sweep failed'))
-        .finally(() => {
-          this.running = undefined;
+  /**
+   * Deletes every user whose scheduled deletion time is at or before `now`
+   * (up to a batch per call), each in its own transaction with its audit
+   * entry and its farewell mail.
+   */
+  async executeDue(now: Date = new Date()): Promise<DeletionRun> {
+    return withUnitOfWork(this.orm, async () => {
+      const run: DeletionRun = { deleted: [], blocked: [] };
+      const due = await currentEm(this.orm).find(
+        User,
+        { deletionScheduledFor: { $lte: now } },
+        { orderBy: { deletionScheduledFor: 'asc', id: 'asc' }, limit: BATCH, populate: ['company'] },
+      );
+      for (const user of due) {
+        const outcome = await transaction(this.orm, async (tx) => {
+          // Read again in the transaction: a cancel or a role change may have got in since.
+          if (await this.wouldOrphanCompany(tx, user, now)) return 'blocked';
+          const removed = await tx.nativeDelete(User, { id: user.id, deletionScheduledFor: { $lte: now } });
+          if (removed !== 1) return 'kept';
+          await this.audit.record({
+            action: 'user.deleted',
+            companyId: user.company.id,
+            actor: SYSTEM_ACTOR,
+            targetType: 'user',
+            targetId: user.id,
+            data: {
+              email: user.email,
+              name: user.name,
+              role: user.role,
+              scheduledFor: user.deletionScheduledFor?.toISOString() ?? null,
+              reason: 'self_service',
+            },
+          });
+          await this.mailer.enqueue(user.email, accountDeleted({ name: user.name }), {
+            meta: { userId: user.id, companyId: user.company.id },
+          });
+          // Cached credentials and open sockets of the user end once the deletion has committed.
+          whenCommitted(this.orm, () => this.bus.publish('user.changed', { userId: user.id, access: true }));
+          return 'deleted';
         });
-    }, intervalSeconds * 1000);
-    this.timer.unref();
-  }
-
-  /** Stops the timer and waits for a sweep in progress. */
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
+        if (outcome === 'deleted') run.deleted.push(user.id);
+        if (outcome === 'blocked') {
+          run.blocked.push(user.id);
+          this.logger.warn(
+            { userId: user.id, companyId: user.company.id },
+            'account deletion held back: the user is the only owner of a company with other users',
+          );
+        }
+      }
+      if (run.deleted.length || run.blocked.length) {
+        this.logger.info({ deleted: run.deleted.length, blocked: run.blocked.length }, 'account deletions executed');
+      }
+      return run;
+    });
   }
 
   /**

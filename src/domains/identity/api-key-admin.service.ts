@@ -57,8 +57,7 @@ export class ApiKeyAdminService {
       throw new AppError('not_found', 'No active API key with this id in your company');
     }
     key.revokedAt = new Date();
-    await em.flush();
-    this.bus.publish('api_key.revoked', { keyId: key.id, keyHash: key.keyHash });
+    // The change and its audit entry commit in one flush (the audit log's).
     await this.audit.record({
       action: 'api_key.revoked',
       companyId: key.company.id,
@@ -68,5 +67,6 @@ export class ApiKeyAdminService {
       targetId: key.id,
       data: { name: key.name, prefix: key.prefix },
     });
+    this.bus.publish('api_key.revoked', { keyId: key.id, keyHash: key.keyHash });
   }
 }

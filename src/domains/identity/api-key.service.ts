@@ -39,7 +39,7 @@ export class ApiKeyService {
       keyHash: sha256Hex(plaintext),
       createdBy,
     });
-    await em.flush();
+    // The change and its audit entry commit in one flush (the audit log's).
     await this.audit.record({
       action: 'api_key.created',
       companyId: company.id,

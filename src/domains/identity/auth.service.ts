@@ -14,7 +14,7 @@ import { RefreshToken } from './refresh-token.entity';
 import { Session } from './session.entity';
 import { User } from './user.entity';
 import { normalizeEmail } from './identity.service';
-import { currentEm } from '../../db/unit-of-work';
+import { currentEm, transaction, whenCommitted } from '../../db/unit-of-work';
 import { idleTimeoutMs, keyAgeRefusal, type CompiledPolicy, type SecurityPolicyEnforcer } from './security-policy.enforcer';
 
 export interface TokenPair {
@@ -37,7 +37,8 @@ interface Cached<T> {
 /** How long a resolved session or key is trusted without a database read. */
 const CACHE_MS = 30_000;
 /** Session and key "last seen" is written at most this often. */
-const TOUCH_MS = 60_000;
+/** `last_seen_at` and `last_used_at` are written at most this often per session or key. */
+export const TOUCH_MS = 60_000;
 
 /**
  * Sign-in, token rotation, sign-out and credential resolution. Revocations and
@@ -119,15 +120,7 @@ export class AuthService {
     });
     const refreshToken = this.issueRefreshToken(session, now);
     user.lastLoginAt = now;
-    await em.flush();
-
-    const accessToken = await this.tokens.sign({
-      sub: user.id,
-      cid: user.company.id,
-      role: user.role,
-      sid: session.id,
-      authTime: Math.floor(now.getTime() / 1000),
-    });
+    // The session and its audit entry commit in one flush.
     await this.audit.record({
       action: 'auth.login',
       companyId: user.company.id,
@@ -136,6 +129,13 @@ export class AuthService {
       targetType: 'session',
       targetId: session.id,
       data: { method },
+    });
+    const accessToken = await this.tokens.sign({
+      sub: user.id,
+      cid: user.company.id,
+      role: user.role,
+      sid: session.id,
+      authTime: Math.floor(now.getTime() / 1000),
     });
     return { accessToken, refreshToken, user };
   }
@@ -159,15 +159,17 @@ export class AuthService {
       // taken as stolen: the whole session ends, its newest refresh token and access tokens too.
       const graceMs = this.config.refreshReuseGraceSeconds * 1000;
       if (token?.usedAt && now.getTime() - token.usedAt.getTime() >= graceMs) {
-        await this.revokeSession(token.session.id, token.session.user.id, 'refresh_token_reused');
-        await this.audit.record({
-          action: 'auth.refresh_token_reused',
-          companyId: token.session.company.id,
-          actor: { actorType: 'user', actorId: token.session.user.id, actorLabel: token.session.user.email },
-          meta,
-          targetType: 'session',
-          targetId: token.session.id,
-          data: { sessionRevoked: true },
+        await transaction(this.orm, async () => {
+          await this.revokeSession(token.session.id, token.session.user.id, 'refresh_token_reused');
+          await this.audit.record({
+            action: 'auth.refresh_token_reused',
+            companyId: token.session.company.id,
+            actor: { actorType: 'user', actorId: token.session.user.id, actorLabel: token.session.user.email },
+            meta,
+            targetType: 'session',
+            targetId: token.session.id,
+            data: { sessionRevoked: true },
+          });
         });
       }
       throw new AppError('token_invalid', 'The refresh token is invalid, expired or already used');
@@ -196,20 +198,23 @@ export class AuthService {
   async logout(principal: Principal, meta: RequestMeta): Promise<void> {
     requireAuthenticated(principal);
     if (principal.kind !== 'user') throw new AppError('bad_request', 'An API key has no session to log out of; delete the key instead');
-    await this.revokeSession(principal.sessionId, principal.userId, 'logout');
-    await this.audit.record({
-      action: 'auth.logout',
-      companyId: principal.companyId,
-      principal,
-      meta,
-      targetType: 'session',
-      targetId: principal.sessionId,
+    await transaction(this.orm, async () => {
+      await this.revokeSession(principal.sessionId, principal.userId, 'logout');
+      await this.audit.record({
+        action: 'auth.logout',
+        companyId: principal.companyId,
+        principal,
+        meta,
+        targetType: 'session',
+        targetId: principal.sessionId,
+      });
     });
   }
 
+  /** Ends a session; `session.revoked` is published once that has committed (with the caller's transaction, if any). */
   async revokeSession(sessionId: string, userId: string, reason: string): Promise<void> {
     await currentEm(this.orm).nativeUpdate(Session, { id: sessionId, revokedAt: null }, { revokedAt: new Date(), revokedReason: reason });
-    this.bus.publish('session.revoked', { sessionId, userId });
+    whenCommitted(this.orm, () => this.bus.publish('session.revoked', { sessionId, userId }));
   }
 
   /**

@@ -121,7 +121,7 @@ export class CompanyAdminService {
     if (Object.keys(changes).length === 0) return company;
     if (changes.name) company.name = changes.name.to;
     if (changes.planId) company.planId = changes.planId.to;
-    await currentEm(this.orm).flush();
+    // The change and its audit entry commit in one flush (the audit log's).
     await this.audit.record({
       action: 'company.updated',
       companyId: company.id,

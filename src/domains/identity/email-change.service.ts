@@ -6,7 +6,7 @@ import { AppError } from '../../errors/catalog';
 import { requireUser } from '../../auth/policy';
 import { requireRecentAuthentication } from './recent-authentication';
 import type { Principal, RequestMeta } from '../../auth/principal';
-import { currentEm } from '../../db/unit-of-work';
+import { currentEm, transaction, whenCommitted } from '../../db/unit-of-work';
 import type { Mailer } from '../../mail/mailer';
 import { emailChangeRequested, emailVerification } from './mail';
 import type { AuditService } from '../audit';
@@ -82,42 +82,48 @@ export class EmailChangeService {
     }
 
     const ttlMinutes = this.config.emailChangeTokenTtlMinutes;
-    // At most one pending change per user: issuing expires the older links (replace).
-    const { token, expiresAt } = await em.transactional((tx) =>
-      issueOneTimeToken(tx, { userId: user.id, purpose: EMAIL_CHANGE_PURPOSE, ttlSeconds: ttlMinutes * 60, data: { newEmail } }),
-    );
-    await this.audit.record({
-      action: 'user.email_change_requested',
-      companyId: caller.companyId,
-      principal: caller,
-      meta,
-      targetType: 'user',
-      targetId: user.id,
-      data: { oldEmail: user.email, newEmail, expiresAt: expiresAt.toISOString() },
+    // The link, its audit entry and both mails commit together; delivery runs as jobs.
+    return transaction(this.orm, async (tx) => {
+      // At most one pending change per user: issuing expires the older links (replace).
+      const { token, expiresAt } = await issueOneTimeToken(tx, {
+        userId: user.id,
+        purpose: EMAIL_CHANGE_PURPOSE,
+        ttlSeconds: ttlMinutes * 60,
+        data: { newEmail },
+      });
+      await this.audit.record({
+        action: 'user.email_change_requested',
+        companyId: caller.companyId,
+        principal: caller,
+        meta,
+        targetType: 'user',
+        targetId: user.id,
+        data: { oldEmail: user.email, newEmail, expiresAt: expiresAt.toISOString() },
+      });
+      const link = `${this.config.publicUrl}${CONFIRM_EMAIL_PATH}?token=${encodeURIComponent(token)}`;
+      const mailMeta = { meta: { userId: user.id, companyId: caller.companyId, requestId: meta.requestId } };
+      await this.mailer.enqueue(newEmail, emailVerification({ name: user.name, link, expiresInMinutes: ttlMinutes }), mailMeta);
+      await this.mailer.enqueue(user.email, emailChangeRequested({ name: user.name, newEmail, expiresInMinutes: ttlMinutes }), mailMeta);
+      return { newEmail, expiresAt };
     });
-
-    // After the commit, each in its own unit of work; delivery runs in the background.
-    const link = `${this.config.publicUrl}${CONFIRM_EMAIL_PATH}?token=${encodeURIComponent(token)}`;
-    const mailMeta = { meta: { userId: user.id, companyId: caller.companyId, requestId: meta.requestId } };
-    await this.mailer.enqueue(newEmail, emailVerification({ name: user.name, link, expiresInMinutes: ttlMinutes }), mailMeta);
-    await this.mailer.enqueue(user.email, emailChangeRequested({ name: user.name, newEmail, expiresInMinutes: ttlMinutes }), mailMeta);
-    return { newEmail, expiresAt };
   }
 
   /** Voids the caller's pending change, if any (no step-up: it only undoes). Returns whether there was one. */
   async cancel(principal: Principal, meta: RequestMeta): Promise<boolean> {
     const caller = requireUser(principal);
-    const removed = await invalidateOneTimeTokens(currentEm(this.orm), caller.userId, EMAIL_CHANGE_PURPOSE);
-    if (!removed) return false;
-    await this.audit.record({
-      action: 'user.email_change_cancelled',
-      companyId: caller.companyId,
-      principal: caller,
-      meta,
-      targetType: 'user',
-      targetId: caller.userId,
+    return transaction(this.orm, async (tx) => {
+      const removed = await invalidateOneTimeTokens(tx, caller.userId, EMAIL_CHANGE_PURPOSE);
+      if (!removed) return false;
+      await this.audit.record({
+        action: 'user.email_change_cancelled',
+        companyId: caller.companyId,
+        principal: caller,
+        meta,
+        targetType: 'user',
+        targetId: caller.userId,
+      });
+      return true;
     });
-    return true;
   }
 
   /**
@@ -139,7 +145,7 @@ export class EmailChangeService {
     const actor = { actorType: 'user' as const, actorId: user.id, actorLabel: oldEmail };
 
     try {
-      await em.transactional(async (tx) => {
+      await transaction(this.orm, async (tx) => {
         // Spent by one conditional UPDATE: of two concurrent confirmations exactly one wins.
         if (!(await consumeOneTimeToken(tx, EMAIL_CHANGE_PURPOSE, presented))) throw invalidToken();
         // The unique index on users.email is the final word on whether the address is free.
@@ -147,6 +153,16 @@ export class EmailChangeService {
         if (updated !== 1) throw invalidToken();
         // Reset links mailed to the old address no longer reach the account's owner.
         await invalidateOneTimeTokens(tx, user.id, PASSWORD_RESET_PURPOSE);
+        await this.audit.record({
+          action: 'user.email_changed',
+          companyId: user.company.id,
+          actor,
+          meta,
+          targetType: 'user',
+          targetId: user.id,
+          data: { oldEmail, newEmail },
+        });
+        whenCommitted(this.orm, () => this.bus.publish('user.changed', { userId: user.id, access: true }));
       });
     } catch (error) {
       if (!(error instanceof UniqueConstraintViolationException)) throw error;
@@ -162,16 +178,6 @@ export class EmailChangeService {
       });
       throw emailTaken();
     }
-    this.bus.publish('user.changed', { userId: user.id, access: true });
-    await this.audit.record({
-      action: 'user.email_changed',
-      companyId: user.company.id,
-      actor,
-      meta,
-      targetType: 'user',
-      targetId: user.id,
-      data: { oldEmail, newEmail },
-    });
   }
 }
 

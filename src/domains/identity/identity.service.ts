@@ -7,7 +7,8 @@ import { requireAuthenticated } from '../../auth/policy';
 import type { AuditService } from '../audit';
 import { Company } from './company.entity';
 import { User, type Role, type UserStatus } from './user.entity';
-import { toDate, VersionedCache, type ReadStore } from '../../db/read-store';
+import { toDate, type ReadStore } from '../../db/read-store';
+import { VersionedCache, type ChangeSignal } from '../../db/change-signal';
 import { currentEm } from '../../db/unit-of-work';
 
 export const MIN_PASSWORD_LENGTH = 12;
@@ -82,11 +83,12 @@ export class IdentityService {
   constructor(
     private readonly orm: Orm,
     private readonly reads: ReadStore,
+    changes: ChangeSignal,
     private readonly config: IdentitySettings,
     private readonly audit: AuditService,
   ) {
-    this.viewers = new VersionedCache(reads);
-    this.planIds = new VersionedCache(reads);
+    this.viewers = new VersionedCache(changes);
+    this.planIds = new VersionedCache(changes);
   }
 
   /** The plan a company is on (null: no such company); from memory while the database is unchanged. */
@@ -115,7 +117,7 @@ export class IdentityService {
     const passwordHash = await hashPassword(input.password, this.config.scryptCost);
     const company = em.create(Company, { name: input.company.trim() });
     const user = em.create(User, { company, email, passwordHash, role: 'owner', isSuperadmin: input.superadmin ?? false });
-    await em.flush();
+    // The change and its audit entry commit in one flush (the audit log's).
     await this.audit.record({
       action: 'company.created',
       companyId: company.id,

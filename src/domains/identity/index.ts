@@ -3,7 +3,7 @@ import { defineDomain, type ApiOf } from '../../kernel/domain';
 import { auditDomain } from '../audit';
 import { billingDomain } from '../billing';
 import { AccessService } from './access.service';
-import { AccountDeletionService } from './account-deletion.service';
+import { ACCOUNT_DELETION_SWEEP, AccountDeletionService } from './account-deletion.service';
 import { ApiKeyAdminService } from './api-key-admin.service';
 import { ApiKey } from './api-key.entity';
 import { ApiKeyService } from './api-key.service';
@@ -12,6 +12,13 @@ import { CompanyAdminService } from './company-admin.service';
 import { Company } from './company.entity';
 import { loadIdentityConfig } from './config';
 import { EmailChangeService } from './email-change.service';
+import {
+  EXPIRED_LINK_CLEANUP,
+  EXPIRED_LINK_CLEANUP_SECONDS,
+  IdentityHousekeeping,
+  SESSION_IDLE_EXPIRY,
+  SESSION_IDLE_EXPIRY_SECONDS,
+} from './housekeeping.service';
 import { identityErrors } from './errors';
 import { IdentityService } from './identity.service';
 import { Invitation } from './invitation.entity';
@@ -22,7 +29,7 @@ import { MfaRecoveryCode } from './mfa-recovery-code.entity';
 import { MfaService } from './mfa.service';
 import { identityMigrations } from './migrations';
 import { OneTimeToken } from './one-time-token.entity';
-import { PasswordResetService } from './password-reset.service';
+import { PASSWORD_RESET_MAIL, PasswordResetService, type PasswordResetMailJob } from './password-reset.service';
 import { ProfileService } from './profile.service';
 import { RefreshToken } from './refresh-token.entity';
 import { SecurityPolicyEnforcer } from './security-policy.enforcer';
@@ -57,6 +64,7 @@ export {
 } from './company-admin.service';
 export { type IdentityConfig, loadIdentityConfig } from './config';
 export { EmailChangeService } from './email-change.service';
+export { IdentityHousekeeping, type CleanupRun } from './housekeeping.service';
 export { IdentityService, MIN_PASSWORD_LENGTH, normalizeEmail, type CompanyView, type UserView, type Viewer } from './identity.service';
 export { Invitation, invitationStatuses, type InvitationStatus } from './invitation.entity';
 export { InvitationService, MAX_BULK_INVITATIONS, type InvitationView, type BulkInvitationResult } from './invitation.service';
@@ -121,21 +129,21 @@ export const identityDomain = defineDomain({
   errors: identityErrors,
   config: loadIdentityConfig,
   create: ({ kernel, config, deps }) => {
-    const { orm, dialect, reads, events, mailer, log } = kernel;
+    const { orm, dialect, reads, changes, events, mailer, log } = kernel;
     const audit = deps.audit.log;
     const tokens = new AccessTokens(kernel.secrets.jwtSecret, config.accessTokenTtlSeconds, config.publicUrl);
-    const policies = new SecurityPolicyEnforcer(orm, reads, events);
+    const policies = new SecurityPolicyEnforcer(orm, reads, changes, events);
     const mfa = new MfaService(orm, audit, kernel.secretBox);
     const throttle = new LoginThrottleService(orm, config.loginThrottle, audit, loginThrottleKey(kernel.secrets.ipHashSalt));
     const sessions = new SessionService(orm, events, audit);
     const sessionCookies = new SessionCookieService(orm, events);
     const auth = new AuthService(orm, config, events, audit, tokens, mfa, throttle, policies);
     const stepUp = new StepUpService(orm, audit, tokens, mfa);
-    const passwordReset = new PasswordResetService(orm, config, events, audit, mailer, sessions, throttle, log, policies);
+    const passwordReset = new PasswordResetService(orm, config, events, audit, mailer, kernel.jobs, sessions, throttle, policies);
     const apiKeys = new ApiKeyService(orm, audit);
     const companies = new CompanyAdminService(orm, dialect, audit, deps.billing.plans);
     return {
-      accounts: new IdentityService(orm, reads, config, audit),
+      accounts: new IdentityService(orm, reads, changes, config, audit),
       auth,
       access: new AccessService(auth, sessionCookies, policies),
       mfa,
@@ -155,6 +163,7 @@ export const identityDomain = defineDomain({
       users: new UserAdminService(orm, dialect, events, audit, sessions, passwordReset, mfa, throttle, mailer, deps.billing.usage),
       policies,
       policyAdmin: new SecurityPolicyService(orm, events, audit, policies, companies),
+      housekeeping: new IdentityHousekeeping(orm, events, log),
       /** The settings the domain was built with (the owner bootstrap, the deletion sweep). */
       config,
     };
@@ -163,11 +172,19 @@ export const identityDomain = defineDomain({
     const owner = identity.config.owner;
     if (owner && (await identity.accounts.userCount()) === 0) await identity.accounts.createCompanyWithOwner(owner);
   },
-  start: (identity) => identity.deletion.start(identity.config.accountDeletionIntervalSeconds),
-  stop: async (identity) => {
-    await identity.passwordReset.idle();
-    await identity.deletion.stop();
-  },
+  jobs: (identity) => ({
+    [PASSWORD_RESET_MAIL]: (job: PasswordResetMailJob) => identity.passwordReset.mailRequested(job),
+    [ACCOUNT_DELETION_SWEEP]: async () => void (await identity.deletion.executeDue()),
+    [SESSION_IDLE_EXPIRY]: async () => void (await identity.housekeeping.expireIdleSessions()),
+    [EXPIRED_LINK_CLEANUP]: async () => void (await identity.housekeeping.removeExpiredLinks()),
+  }),
+  schedules: (identity) => [
+    ...(identity.config.accountDeletionIntervalSeconds > 0
+      ? [{ kind: ACCOUNT_DELETION_SWEEP, everySeconds: identity.config.accountDeletionIntervalSeconds }]
+      : []),
+    { kind: SESSION_IDLE_EXPIRY, everySeconds: SESSION_IDLE_EXPIRY_SECONDS },
+    { kind: EXPIRED_LINK_CLEANUP, everySeconds: EXPIRED_LINK_CLEANUP_SECONDS },
+  ],
 });
 
 export type IdentityApi = ApiOf<typeof identityDomain>;

@@ -8,7 +8,7 @@ import { requireCompanyAdmin } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
 import { sha256Hex } from '../../auth/tokens';
 import { checkPage } from '../../pagination';
-import { currentEm } from '../../db/unit-of-work';
+import { currentEm, transaction } from '../../db/unit-of-work';
 import type { Mailer } from '../../mail/mailer';
 import { invitation as invitationMail } from './mail';
 import type { AuditService } from '../audit';
@@ -163,35 +163,37 @@ export class InvitationService {
     if (await em.count(User, { email: invitation.email })) {
       throw new AppError('email_taken', 'A user with this email address exists already');
     }
-    await expireLapsed(em, invitation.company.id, invitation.email, now);
-    if (status === 'expired' && (await em.count(Invitation, {
-      company: invitation.company.id, email: invitation.email, status: 'pending', id: { $ne: invitation.id },
-    }))) {
-      throw new AppError('conflict', 'A newer pending invitation exists for this email address; resend that one');
-    }
-    const token = newOneTimeToken();
-    const expiresAt = this.expiry(now);
-    // Conditional on the state read: a concurrent accept or revoke wins, and this resend fails.
-    const updated = await em
-      .nativeUpdate(
-        Invitation,
-        { id: invitation.id, status: { $in: ['pending', 'expired'] }, tokenHash: invitation.tokenHash },
-        { tokenHash: sha256Hex(token), status: 'pending', expiresAt },
-      )
-      .catch(pendingTaken);
-    if (updated !== 1) throw new AppError('conflict', 'This invitation changed meanwhile; reload and try again');
-    const fresh = await em.findOneOrFail(Invitation, { id: invitation.id }, { refresh: true });
-    await this.mail(em, fresh, caller, token);
-    await this.audit.record({
-      action: 'invitation.resent',
-      companyId: fresh.company.id,
-      principal,
-      meta,
-      targetType: 'invitation',
-      targetId: fresh.id,
-      data: { email: fresh.email, role: fresh.role, expiresAt: expiresAt.toISOString(), previousStatus: status },
+    return transaction(this.orm, async (tx) => {
+      await expireLapsed(tx, invitation.company.id, invitation.email, now);
+      if (status === 'expired' && (await tx.count(Invitation, {
+        company: invitation.company.id, email: invitation.email, status: 'pending', id: { $ne: invitation.id },
+      }))) {
+        throw new AppError('conflict', 'A newer pending invitation exists for this email address; resend that one');
+      }
+      const token = newOneTimeToken();
+      const expiresAt = this.expiry(now);
+      // Conditional on the state read: a concurrent accept or revoke wins, and this resend fails.
+      const updated = await tx
+        .nativeUpdate(
+          Invitation,
+          { id: invitation.id, status: { $in: ['pending', 'expired'] }, tokenHash: invitation.tokenHash },
+          { tokenHash: sha256Hex(token), status: 'pending', expiresAt },
+        )
+        .catch(pendingTaken);
+      if (updated !== 1) throw new AppError('conflict', 'This invitation changed meanwhile; reload and try again');
+      const fresh = await tx.findOneOrFail(Invitation, { id: invitation.id }, { refresh: true });
+      await this.mail(tx, fresh, caller, token);
+      await this.audit.record({
+        action: 'invitation.resent',
+        companyId: fresh.company.id,
+        principal,
+        meta,
+        targetType: 'invitation',
+        targetId: fresh.id,
+        data: { email: fresh.email, role: fresh.role, expiresAt: expiresAt.toISOString(), previousStatus: status },
+      });
+      return view(fresh, new Date());
     });
-    return view(fresh, new Date());
   }
 
   /** Revokes a pending invitation: its link stops working. */
@@ -204,23 +206,25 @@ export class InvitationService {
     if (status !== 'pending') {
       throw new AppError('conflict', `This invitation is ${status}; only pending invitations can be revoked`);
     }
-    const updated = await em.nativeUpdate(
-      Invitation,
-      { id: invitation.id, status: 'pending', expiresAt: { $gt: now } },
-      { status: 'revoked' },
-    );
-    if (updated !== 1) throw new AppError('conflict', 'This invitation was accepted or expired meanwhile');
-    const fresh = await em.findOneOrFail(Invitation, { id: invitation.id }, { refresh: true });
-    await this.audit.record({
-      action: 'invitation.revoked',
-      companyId: fresh.company.id,
-      principal,
-      meta,
-      targetType: 'invitation',
-      targetId: fresh.id,
-      data: { email: fresh.email, role: fresh.role },
+    return transaction(this.orm, async (tx) => {
+      const updated = await tx.nativeUpdate(
+        Invitation,
+        { id: invitation.id, status: 'pending', expiresAt: { $gt: now } },
+        { status: 'revoked' },
+      );
+      if (updated !== 1) throw new AppError('conflict', 'This invitation was accepted or expired meanwhile');
+      const fresh = await tx.findOneOrFail(Invitation, { id: invitation.id }, { refresh: true });
+      await this.audit.record({
+        action: 'invitation.revoked',
+        companyId: fresh.company.id,
+        principal,
+        meta,
+        targetType: 'invitation',
+        targetId: fresh.id,
+        data: { email: fresh.email, role: fresh.role },
+      });
+      return view(fresh, now);
     });
-    return view(fresh, now);
   }
 
   /**
@@ -254,7 +258,7 @@ export class InvitationService {
 
     const passwordHash = await hashPassword(input.password, this.config.scryptCost);
     const now = new Date();
-    const userId = await em.transactional(async (tx) => {
+    const userId = await transaction(this.orm, async (tx) => {
       // Claim the invitation first: of two concurrent accepts (or an SSO sign-up), one wins.
       const claimed = await tx.nativeUpdate(
         Invitation,
@@ -273,28 +277,27 @@ export class InvitationService {
         role: invitation.role,
       });
       await tx.flush();
+      const companyId = invitation.company.id;
+      const actor = { actorType: 'user' as const, actorId: user.id, actorLabel: invitation.email };
+      await this.audit.record({
+        action: 'user.created_via_invitation',
+        companyId,
+        actor,
+        meta,
+        targetType: 'user',
+        targetId: user.id,
+        data: { role: invitation.role, invitationId: invitation.id },
+      });
+      await this.audit.record({
+        action: 'invitation.accepted',
+        companyId,
+        actor,
+        meta,
+        targetType: 'invitation',
+        targetId: invitation.id,
+        data: { email: invitation.email, role: invitation.role, via: 'password', userId: user.id },
+      });
       return user.id;
-    });
-
-    const companyId = invitation.company.id;
-    const actor = { actorType: 'user' as const, actorId: userId, actorLabel: invitation.email };
-    await this.audit.record({
-      action: 'user.created_via_invitation',
-      companyId,
-      actor,
-      meta,
-      targetType: 'user',
-      targetId: userId,
-      data: { role: invitation.role, invitationId: invitation.id },
-    });
-    await this.audit.record({
-      action: 'invitation.accepted',
-      companyId,
-      actor,
-      meta,
-      targetType: 'invitation',
-      targetId: invitation.id,
-      data: { email: invitation.email, role: invitation.role, via: 'password', userId },
     });
     const user = await em.findOneOrFail(User, { id: userId }, { refresh: true, populate: ['company'] });
     return this.auth.startSession(user, meta, 'password');
@@ -302,11 +305,10 @@ export class InvitationService {
 
   private async create(caller: Admin, principal: Principal, email: string, role: Role, meta: RequestMeta, via?: string): Promise<InvitationView> {
     assertMayGrant(caller, role);
-    // Its own unit of work and transaction: a bulk row that fails leaves the others untouched.
-    const em = this.orm.em.fork();
     const token = newOneTimeToken();
     const now = new Date();
-    const invitation = await em.transactional(async (tx) => {
+    // Its own transaction (the row, its mail, its audit entry): a bulk row that fails leaves the others untouched.
+    return transaction(this.orm, async (tx) => {
       if (await tx.count(User, { email })) throw new AppError('email_taken', 'A user with this email address exists already');
       await expireLapsed(tx, caller.companyId, email, now);
       if (await tx.count(Invitation, { company: caller.companyId, email, status: 'pending' })) {
@@ -322,26 +324,25 @@ export class InvitationService {
         createdAt: now,
       });
       await tx.flush().catch(pendingTaken);
-      return row;
+      await this.mail(tx, row, caller, token);
+      await this.audit.record({
+        action: 'invitation.created',
+        companyId: caller.companyId,
+        principal,
+        meta,
+        targetType: 'invitation',
+        targetId: row.id,
+        data: { email, role, expiresAt: row.expiresAt.toISOString(), ...(via ? { via } : {}) },
+      });
+      return view(row, now);
     });
-    await this.mail(em, invitation, caller, token);
-    await this.audit.record({
-      action: 'invitation.created',
-      companyId: caller.companyId,
-      principal,
-      meta,
-      targetType: 'invitation',
-      targetId: invitation.id,
-      data: { email, role, expiresAt: invitation.expiresAt.toISOString(), ...(via ? { via } : {}) },
-    });
-    return view(invitation, now);
   }
 
   private expiry(now: Date): Date {
     return new Date(now.getTime() + this.config.invitationTtlDays * 24 * 3600 * 1000);
   }
 
-  /** Mails the link with the plaintext token (after the row is committed). */
+  /** Mails the link with the plaintext token (in the transaction that stores the row). */
   private async mail(em: EntityManager, invitation: Invitation, caller: Admin, token: string): Promise<void> {
     const company = await em.findOneOrFail(Company, { id: invitation.company.id });
     const link = `${this.config.publicUrl}${ACCEPT_INVITATION_PATH}?token=${encodeURIComponent(token)}`;

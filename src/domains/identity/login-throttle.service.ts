@@ -4,7 +4,7 @@ import type { Orm } from '../../db/orm';
 import { AppError } from '../../errors/catalog';
 import { requireCompanyAdmin } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
-import { currentEm } from '../../db/unit-of-work';
+import { currentEm, runInUnitOfWork, transaction } from '../../db/unit-of-work';
 import type { AuditService } from '../audit';
 import type { LoginThrottleConfig } from './account-security.config';
 import { LoginThrottle } from './login-throttle.entity';
@@ -125,9 +125,13 @@ export class LoginThrottleService {
     throw this.refusal(0, new Date(Date.now() + 1000), new Date());
   }
 
-  /** Clears the count of an address (a password reset, an unsuspend); returns the row it removed, if any. */
-  async reset(email: string): Promise<LoginThrottle | null> {
-    const em = this.orm.em.fork();
+  /**
+   * Clears the count of an address (a password reset, an unsuspend); returns
+   * the row it removed, if any. The throttle's rows are written outside the
+   * caller's unit of work (`em` defaults to a fresh fork): a refused request
+   * still counts. Never inside a transaction() of another EntityManager.
+   */
+  async reset(email: string, em: EntityManager = this.orm.em.fork()): Promise<LoginThrottle | null> {
     const keyHash = this.keyOf(email);
     const row = await em.findOne(LoginThrottle, { keyHash });
     if (row) await em.nativeDelete(LoginThrottle, { keyHash });
@@ -157,20 +161,22 @@ export class LoginThrottleService {
       throw new AppError('not_found', 'No user with this id in your company');
     }
     const now = new Date();
-    const removed = await this.reset(user.email);
-    const active = removed && !this.forgotten(removed, now) ? removed : null;
-    const blocked = !!active?.blockedUntil && active.blockedUntil > now;
-    const result: UnlockResult = { userId: user.id, wasLocked: blocked, failures: active?.failures ?? 0 };
-    await this.audit.record({
-      action: 'user.unlocked',
-      companyId: user.company.id,
-      principal,
-      meta,
-      targetType: 'user',
-      targetId: user.id,
-      data: { wasLocked: result.wasLocked, locked: blocked && this.locks(active!.failures), failures: result.failures },
+    return transaction(this.orm, async (tx) => {
+      const removed = await this.reset(user.email, tx);
+      const active = removed && !this.forgotten(removed, now) ? removed : null;
+      const blocked = !!active?.blockedUntil && active.blockedUntil > now;
+      const result: UnlockResult = { userId: user.id, wasLocked: blocked, failures: active?.failures ?? 0 };
+      await this.audit.record({
+        action: 'user.unlocked',
+        companyId: user.company.id,
+        principal,
+        meta,
+        targetType: 'user',
+        targetId: user.id,
+        data: { wasLocked: result.wasLocked, locked: blocked && this.locks(active!.failures), failures: result.failures },
+      });
+      return result;
     });
-    return result;
   }
 
   private attempt(keyHash: string, email: string, failures: number, companyId: string | null, meta: RequestMeta): LoginAttempt {
@@ -190,18 +196,23 @@ export class LoginThrottleService {
         // The wait runs from the failure, not from the claim (the password check took a while).
         const now = new Date();
         const blockedUntil = this.blockedUntil(failures, now);
-        const updated = await this.orm.em.fork().nativeUpdate(LoginThrottle, { keyHash, failures }, { lastFailureAt: now, blockedUntil });
-        // updated 0: a concurrent attempt moved the count on (or a correct one cleared it); its answer stands.
-        if (updated !== 1 || !blockedUntil || !this.locks(failures)) return;
-        const lockSeconds = this.config.lockSeconds;
-        await this.audit.record({
-          action: 'auth.account_locked',
-          companyId,
-          actor: { actorType: 'anonymous', actorId: null, actorLabel: email },
-          meta,
-          data: { failures, lockSeconds, lockedUntil: blockedUntil.toISOString() },
-        });
-        throw this.refusal(failures, blockedUntil, now);
+        // Its own unit of work and transaction: the failure counts whatever becomes of the request, and a lock commits with its audit entry.
+        const locked = await runInUnitOfWork(this.orm, () =>
+          transaction(this.orm, async (tx) => {
+            const updated = await tx.nativeUpdate(LoginThrottle, { keyHash, failures }, { lastFailureAt: now, blockedUntil });
+            // updated 0: a concurrent attempt moved the count on (or a correct one cleared it); its answer stands.
+            if (updated !== 1 || !blockedUntil || !this.locks(failures)) return false;
+            await this.audit.record({
+              action: 'auth.account_locked',
+              companyId,
+              actor: { actorType: 'anonymous', actorId: null, actorLabel: email },
+              meta,
+              data: { failures, lockSeconds: this.config.lockSeconds, lockedUntil: blockedUntil.toISOString() },
+            });
+            return true;
+          }),
+        );
+        if (locked) throw this.refusal(failures, blockedUntil!, now);
       },
     };
   }

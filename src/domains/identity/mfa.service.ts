@@ -7,7 +7,7 @@ import type { SecretBox } from '../../crypto/secret-box';
 import { requireUser } from '../../auth/policy';
 import { requireRecentAuthentication } from './recent-authentication';
 import type { Principal, RequestMeta } from '../../auth/principal';
-import { currentEm } from '../../db/unit-of-work';
+import { currentEm, transaction } from '../../db/unit-of-work';
 import type { AuditService } from '../audit';
 import { MfaRecoveryCode } from './mfa-recovery-code.entity';
 import { User } from './user.entity';
@@ -84,24 +84,24 @@ export class MfaService {
     const secret = generateSecret({ length: SECRET_BYTES });
     const sealed = this.box.seal(secret, mfaSecretContext(user.id));
     const recoveryCodes = newRecoveryCodes();
-    await em.transactional(async (tx) => {
+    await transaction(this.orm, async (tx) => {
       const updated = await tx.nativeUpdate(User, { id: user.id, mfaEnabled: false }, { mfaPendingSecret: sealed, mfaLastStep: 0 });
       if (updated !== 1) throw new AppError('conflict', 'MFA was enabled meanwhile');
       await tx.nativeDelete(MfaRecoveryCode, { user: user.id });
       for (const code of recoveryCodes) {
         tx.create(MfaRecoveryCode, { user: tx.getReference(User, user.id), codeHash: recoveryCodeHash(user.id, code) });
       }
+      await this.audit.record({
+        action: 'mfa.setup_started',
+        companyId: caller.companyId,
+        principal,
+        meta,
+        targetType: 'user',
+        targetId: user.id,
+      });
     });
     const otpauthUri = generateURI({ issuer: MFA_ISSUER, label: user.email, secret, algorithm: 'sha1', digits: DIGITS, period: PERIOD_SECONDS });
     const qrCode = await QRCode.toDataURL(otpauthUri, { errorCorrectionLevel: 'M', margin: 2 });
-    await this.audit.record({
-      action: 'mfa.setup_started',
-      companyId: caller.companyId,
-      principal,
-      meta,
-      targetType: 'user',
-      targetId: user.id,
-    });
     return { otpauthUri, qrCode, secret, recoveryCodes };
   }
 
@@ -124,21 +124,23 @@ export class MfaService {
     }
     const now = new Date();
     // One conditional UPDATE: the pending secret becomes active only if nothing changed since it was read.
-    const won = await em.nativeUpdate(
-      User,
-      { id: user.id, mfaEnabled: false, mfaPendingSecret: pending, mfaLastStep: { $lt: step } },
-      { mfaEnabled: true, mfaEnabledAt: now, mfaSecret: pending, mfaPendingSecret: null, mfaLastStep: step, updatedAt: now },
-    );
-    if (won !== 1) throw new AppError('conflict', 'The MFA enrolment changed meanwhile; start again with POST /me/mfa/setup');
-    const remaining = await em.count(MfaRecoveryCode, { user: user.id, usedAt: null });
-    await this.audit.record({
-      action: 'mfa.enabled',
-      companyId: caller.companyId,
-      principal,
-      meta,
-      targetType: 'user',
-      targetId: user.id,
-      data: { recoveryCodes: remaining },
+    await transaction(this.orm, async (tx) => {
+      const won = await tx.nativeUpdate(
+        User,
+        { id: user.id, mfaEnabled: false, mfaPendingSecret: pending, mfaLastStep: { $lt: step } },
+        { mfaEnabled: true, mfaEnabledAt: now, mfaSecret: pending, mfaPendingSecret: null, mfaLastStep: step, updatedAt: now },
+      );
+      if (won !== 1) throw new AppError('conflict', 'The MFA enrolment changed meanwhile; start again with POST /me/mfa/setup');
+      const remaining = await tx.count(MfaRecoveryCode, { user: user.id, usedAt: null });
+      await this.audit.record({
+        action: 'mfa.enabled',
+        companyId: caller.companyId,
+        principal,
+        meta,
+        targetType: 'user',
+        targetId: user.id,
+        data: { recoveryCodes: remaining },
+      });
     });
     return { enabled: true, enabledAt: now };
   }
@@ -153,27 +155,28 @@ export class MfaService {
     const user = await em.findOne(User, { id: caller.userId }, { refresh: true });
     if (!user || (!user.mfaEnabled && !user.mfaPendingSecret)) throw new AppError('conflict', 'MFA is not enabled');
     const wasEnabled = user.mfaEnabled;
-    await this.removeFactor(caller.userId);
-    await this.audit.record({
-      action: 'mfa.disabled',
-      companyId: caller.companyId,
-      principal,
-      meta,
-      targetType: 'user',
-      targetId: caller.userId,
-      data: { wasEnabled },
+    await transaction(this.orm, async () => {
+      await this.removeFactor(caller.userId);
+      await this.audit.record({
+        action: 'mfa.disabled',
+        companyId: caller.companyId,
+        principal,
+        meta,
+        targetType: 'user',
+        targetId: caller.userId,
+        data: { wasEnabled },
+      });
     });
   }
 
   /**
    * Removes a user's factor: the secret (active and pending) and every
-   * recovery code, in one transaction. No checks: `disable` (step-up) and the
-   * administrators' disable-mfa authorize first. A fresh fork: a fork of the
-   * request's unit of work would write its loaded user back on commit.
+   * recovery code, in one transaction (the caller's, if any). No checks:
+   * `disable` (step-up) and the administrators' disable-mfa authorize first.
    */
   async removeFactor(userId: string): Promise<void> {
     const now = new Date();
-    await this.orm.em.fork().transactional(async (tx) => {
+    await transaction(this.orm, async (tx) => {
       await tx.nativeUpdate(
         User,
         { id: userId },
@@ -230,24 +233,25 @@ export class MfaService {
 
   /** Spends a recovery code in one conditional UPDATE: of concurrent uses exactly one wins. */
   private async useRecoveryCode(user: User, code: string, meta: RequestMeta, context: SecondFactorContext): Promise<boolean> {
-    const em = currentEm(this.orm);
-    const won = await em.nativeUpdate(
-      MfaRecoveryCode,
-      { user: user.id, codeHash: recoveryCodeHash(user.id, code), usedAt: null },
-      { usedAt: new Date() },
-    );
-    if (won !== 1) return false;
-    const remaining = await em.count(MfaRecoveryCode, { user: user.id, usedAt: null });
-    await this.audit.record({
-      action: 'mfa.recovery_code_used',
-      companyId: user.company.id,
-      actor: { actorType: 'user', actorId: user.id, actorLabel: user.email },
-      meta,
-      targetType: 'user',
-      targetId: user.id,
-      data: { context, remaining },
+    return transaction(this.orm, async (tx) => {
+      const won = await tx.nativeUpdate(
+        MfaRecoveryCode,
+        { user: user.id, codeHash: recoveryCodeHash(user.id, code), usedAt: null },
+        { usedAt: new Date() },
+      );
+      if (won !== 1) return false;
+      const remaining = await tx.count(MfaRecoveryCode, { user: user.id, usedAt: null });
+      await this.audit.record({
+        action: 'mfa.recovery_code_used',
+        companyId: user.company.id,
+        actor: { actorType: 'user', actorId: user.id, actorLabel: user.email },
+        meta,
+        targetType: 'user',
+        targetId: user.id,
+        data: { context, remaining },
+      });
+      return true;
     });
-    return true;
   }
 
   /** The time step `code` belongs to (current one, or one step either side) after `lastStep`, or null. */

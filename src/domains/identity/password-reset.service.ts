@@ -4,20 +4,29 @@ import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { hashPassword } from '../../auth/password';
 import type { Principal, RequestMeta } from '../../auth/principal';
-import { currentEm, runInUnitOfWork } from '../../db/unit-of-work';
+import { currentEm, transaction, whenCommitted, withUnitOfWork } from '../../db/unit-of-work';
+import type { JobQueue } from '../../jobs/job-queue';
 import type { Mailer } from '../../mail/mailer';
-import type { Logger } from '../../kernel/logger';
 import { passwordReset } from './mail';
 import type { AuditService } from '../audit';
 import type { LoginThrottleService } from './login-throttle.service';
 import type { SessionService } from './session.service';
 import { OneTimeToken } from './one-time-token.entity';
-import { consumeOneTimeToken, invalidateOneTimeTokens, issueOneTimeToken, peekOneTimeToken, sweepOneTimeTokens } from './one-time-tokens';
+import { consumeOneTimeToken, invalidateOneTimeTokens, issueOneTimeToken, peekOneTimeToken } from './one-time-tokens';
 import { User } from './user.entity';
 import { MIN_PASSWORD_LENGTH, normalizeEmail } from './identity.service';
 import type { SecurityPolicyEnforcer } from './security-policy.enforcer';
 
 export const PASSWORD_RESET_PURPOSE = 'password_reset';
+/** The job that looks the address of a reset request up and mails the link (see `request`). */
+export const PASSWORD_RESET_MAIL = 'identity.password_reset_mail';
+
+/** What the `identity.password_reset_mail` job carries. */
+export interface PasswordResetMailJob {
+  email: string;
+  ip: string;
+  requestId: string;
+}
 /** Longest password accepted (as at login). */
 export const MAX_PASSWORD_LENGTH = 1024;
 
@@ -32,50 +41,55 @@ export interface ResetMailReceipt {
 /**
  * Password reset by a single-use link sent by mail.
  *
- * - `request(email)` answers the same whatever the address: the lookup, the
- *   token and the mail happen after the caller has its answer (background
- *   work, `idle()` waits for it), so neither the body nor the response time
- *   tells whether an account exists. Only an active user gets a mail, at most
- *   PASSWORD_RESET_MAILS_PER_HOUR an hour.
+ * - `request(email)` answers the same whatever the address: it only stores
+ *   an `identity.password_reset_mail` job, and the lookup, the token and the
+ *   mail happen in that job, after the caller has its answer, so neither the
+ *   body nor the response time tells whether an account exists. Only an
+ *   active user gets a mail, at most PASSWORD_RESET_MAILS_PER_HOUR an hour.
  * - The token is 32 random bytes; only its SHA-256 is stored (table
  *   `one_time_tokens`, purpose `password_reset`), valid
  *   PASSWORD_RESET_TTL_MINUTES, and a newer one replaces any unused older one.
  * - `confirm(token, newPassword)` spends the token in one conditional UPDATE,
- *   sets the new scrypt hash and ends every session of the user in the same
- *   transaction, then clears the failed-login count of the address.
+ *   sets the new scrypt hash, ends every session of the user and records the
+ *   audit entry in one transaction, then clears the failed-login count of
+ *   the address.
+ * - The token, its mail (outbox row and delivery job) and the audit entry
+ *   commit in one transaction: a link is never mailed without its record.
  * - `sendResetFor(userId)` is the same mail for the administrators' reset.
  */
 export class PasswordResetService {
-  private readonly inflight = new Set<Promise<unknown>>();
-
   constructor(
     private readonly orm: Orm,
     private readonly config: IdentitySettings,
     private readonly bus: EventBus,
     private readonly audit: AuditService,
     private readonly mailer: Mailer,
+    private readonly jobs: JobQueue,
     private readonly sessions: SessionService,
     private readonly loginThrottle: LoginThrottleService,
-    private readonly logger: Logger,
     /** The company's minimum password length (security policy). */
     private readonly policies: SecurityPolicyEnforcer,
   ) {}
 
   /**
-   * Accepts a reset request for `email`. Returns before anything about the
-   * address is looked up; the mail (if any) is sent in the background.
+   * Accepts a reset request for `email`: stores the job that mails the link,
+   * before anything about the address is looked up.
    */
   async request(email: string, meta: RequestMeta): Promise<void> {
     const normalized = normalizeEmail(email);
     if (normalized.length < 3 || normalized.length > 320) {
       throw AppError.validation([{ loc: ['body', 'email'], msg: 'must be 3 to 320 characters', type: 'string_too_short' }]);
     }
-    // Its own unit of work: the request's may be gone by the time this runs.
-    const work = runInUnitOfWork(this.orm, () => this.mailIfActive(normalized, meta)).catch((error: unknown) =>
-      this.logger.error({ err: error instanceof Error ? error.message : String(error), requestId: meta.requestId }, 'password reset request failed'),
-    );
-    this.inflight.add(work);
-    void work.finally(() => this.inflight.delete(work));
+    const job: PasswordResetMailJob = { email: normalized, ip: meta.ip, requestId: meta.requestId };
+    await withUnitOfWork(this.orm, async () => {
+      this.jobs.enqueue(PASSWORD_RESET_MAIL, { ...job });
+      await currentEm(this.orm).flush();
+    });
+  }
+
+  /** The `identity.password_reset_mail` job: mails a link when the address is an active user's. */
+  async mailRequested(job: PasswordResetMailJob): Promise<void> {
+    await this.mailIfActive(job.email, { ip: job.ip, requestId: job.requestId, userAgent: null });
   }
 
   /**
@@ -104,32 +118,28 @@ export class PasswordResetService {
     if (companyId) await this.policies.checkPasswordLength(companyId, input.newPassword, ['body', 'new_password']);
     const passwordHash = await hashPassword(input.newPassword, this.config.scryptCost);
     const now = new Date();
-    const user = await em.transactional(async (tx) => {
+    const user = await transaction(this.orm, async (tx) => {
       const token = await consumeOneTimeToken(tx, PASSWORD_RESET_PURPOSE, input.token);
       if (!token) throw invalidToken();
       const owner = await tx.findOne(User, { id: token.user.id }, { refresh: true });
       if (!owner) throw invalidToken();
       await tx.nativeUpdate(User, { id: owner.id }, { passwordHash, updatedAt: now });
       await invalidateOneTimeTokens(tx, owner.id, PASSWORD_RESET_PURPOSE, now);
+      const revoked = await this.sessions.revokeAllOfUser(owner.id, 'password_reset');
+      whenCommitted(this.orm, () => this.bus.publish('user.changed', { userId: owner.id, access: true }));
+      await this.audit.record({
+        action: 'auth.password_reset',
+        companyId: owner.company.id,
+        actor: { actorType: 'user', actorId: owner.id, actorLabel: owner.email },
+        meta,
+        targetType: 'user',
+        targetId: owner.id,
+        data: { sessionsRevoked: revoked.length },
+      });
       return owner;
     });
-    const revoked = await this.sessions.revokeAllOfUser(user.id, 'password_reset');
-    this.bus.publish('user.changed', { userId: user.id, access: true });
+    // The throttle keeps its own rows, outside the transaction (see LoginThrottleService).
     await this.loginThrottle.reset(user.email);
-    await this.audit.record({
-      action: 'auth.password_reset',
-      companyId: user.company.id,
-      actor: { actorType: 'user', actorId: user.id, actorLabel: user.email },
-      meta,
-      targetType: 'user',
-      targetId: user.id,
-      data: { sessionsRevoked: revoked.length },
-    });
-  }
-
-  /** Resolves once background requests accepted so far have finished (tests, shutdown). */
-  async idle(): Promise<void> {
-    while (this.inflight.size) await Promise.allSettled([...this.inflight]);
   }
 
   private async mailIfActive(email: string, meta: RequestMeta): Promise<void> {
@@ -155,28 +165,28 @@ export class PasswordResetService {
 
   /** Issues a token (replacing older ones) and enqueues the mail; `principal` is the admin who asked, if any. */
   private async sendTo(user: User, meta: RequestMeta, principal?: Principal): Promise<ResetMailReceipt> {
-    const em = currentEm(this.orm);
     const ttlMinutes = this.config.passwordReset.ttlMinutes;
-    const { token, expiresAt } = await issueOneTimeToken(em, {
-      userId: user.id,
-      purpose: PASSWORD_RESET_PURPOSE,
-      ttlSeconds: ttlMinutes * 60,
+    return transaction(this.orm, async (tx) => {
+      const { token, expiresAt } = await issueOneTimeToken(tx, {
+        userId: user.id,
+        purpose: PASSWORD_RESET_PURPOSE,
+        ttlSeconds: ttlMinutes * 60,
+      });
+      const link = `${this.config.publicUrl}/app/reset-password?token=${encodeURIComponent(token)}`;
+      const receipt = await this.mailer.enqueue(user.email, passwordReset({ name: user.name, link, expiresInMinutes: ttlMinutes }), {
+        meta: { userId: user.id, companyId: user.company.id, requestId: meta.requestId, purpose: PASSWORD_RESET_PURPOSE },
+      });
+      await this.audit.record({
+        action: 'auth.password_reset_requested',
+        companyId: user.company.id,
+        ...(principal ? { principal } : { actor: { actorType: 'anonymous' as const, actorId: null, actorLabel: user.email } }),
+        meta,
+        targetType: 'user',
+        targetId: user.id,
+        data: { mailed: true, mailId: receipt.id, expiresAt: expiresAt.toISOString(), byAdmin: !!principal },
+      });
+      return { userId: user.id, mailId: receipt.id, expiresAt };
     });
-    await sweepOneTimeTokens(em);
-    const link = `${this.config.publicUrl}/app/reset-password?token=${encodeURIComponent(token)}`;
-    const receipt = await this.mailer.enqueue(user.email, passwordReset({ name: user.name, link, expiresInMinutes: ttlMinutes }), {
-      meta: { userId: user.id, companyId: user.company.id, requestId: meta.requestId, purpose: PASSWORD_RESET_PURPOSE },
-    });
-    await this.audit.record({
-      action: 'auth.password_reset_requested',
-      companyId: user.company.id,
-      ...(principal ? { principal } : { actor: { actorType: 'anonymous' as const, actorId: null, actorLabel: user.email } }),
-      meta,
-      targetType: 'user',
-      targetId: user.id,
-      data: { mailed: true, mailId: receipt.id, expiresAt: expiresAt.toISOString(), byAdmin: !!principal },
-    });
-    return { userId: user.id, mailId: receipt.id, expiresAt };
   }
 }
 

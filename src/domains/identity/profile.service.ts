@@ -31,8 +31,7 @@ export class ProfileService {
     if (name === undefined || name === user.name) return user;
 
     user.name = name;
-    await em.flush();
-    this.bus.publish('user.changed', { userId: user.id, access: false });
+    // The change and its audit entry commit in one flush (the audit log's).
     await this.audit.record({
       action: 'user.profile_updated',
       companyId: caller.companyId,
@@ -42,6 +41,7 @@ export class ProfileService {
       targetId: user.id,
       data: { fields: ['name'] },
     });
+    this.bus.publish('user.changed', { userId: user.id, access: false });
     return user;
   }
 }

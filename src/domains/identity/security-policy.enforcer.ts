@@ -3,7 +3,8 @@ import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
 import type { UserPrincipal } from '../../auth/principal';
-import { VersionedCache, type ReadStore } from '../../db/read-store';
+import type { ReadStore } from '../../db/read-store';
+import { VersionedCache, type ChangeSignal } from '../../db/change-signal';
 import { SecurityPolicy } from './security-policy.entity';
 import { ssoProviderNames } from './sso.config';
 
@@ -125,9 +126,10 @@ export class SecurityPolicyEnforcer {
   constructor(
     private readonly orm: Orm,
     private readonly reads: ReadStore,
+    changes: ChangeSignal,
     bus: EventBus,
   ) {
-    this.mfaEnabled = new VersionedCache(reads);
+    this.mfaEnabled = new VersionedCache(changes);
     bus.subscribe('security_policy.changed', ({ companyId }) => this.invalidate(companyId));
   }
 

@@ -118,8 +118,7 @@ export class SecurityPolicyService {
     row.version += 1;
     row.updatedAt = new Date();
     row.updatedBy = caller.kind === 'user' ? caller.userId : caller.keyId;
-    await em.flush();
-    this.bus.publish('security_policy.changed', { companyId: target, version: row.version });
+    // The change and its audit entry commit in one flush (the audit log's).
     await this.audit.record({
       action: 'security_policy.updated',
       companyId: target,
@@ -129,6 +128,7 @@ export class SecurityPolicyService {
       targetId: target,
       data: { changes, version: row.version },
     });
+    this.bus.publish('security_policy.changed', { companyId: target, version: row.version });
     return viewOf(row);
   }
 

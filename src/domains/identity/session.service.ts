@@ -4,7 +4,7 @@ import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
 import { requireUser } from '../../auth/policy';
 import type { Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
-import { currentEm } from '../../db/unit-of-work';
+import { currentEm, transaction, whenCommitted } from '../../db/unit-of-work';
 import type { AuditService } from '../audit';
 import type { Page } from '../../pagination';
 import { Session } from './session.entity';
@@ -85,40 +85,45 @@ export class SessionService {
    */
   async revoke(principal: Principal, sessionId: string, meta: RequestMeta): Promise<void> {
     const caller = requireUser(principal);
-    const [revoked] = await this.revokeWhere(caller, { id: sessionId }, 'revoked_by_user');
-    if (!revoked) throw new AppError('not_found', 'No active session of yours has this id');
-    await this.audit.record({
-      action: 'session.revoked',
-      companyId: caller.companyId,
-      principal: caller,
-      meta,
-      targetType: 'session',
-      targetId: revoked,
-      data: { current: revoked === caller.sessionId },
+    await transaction(this.orm, async () => {
+      const [revoked] = await this.revokeWhere(caller, { id: sessionId }, 'revoked_by_user');
+      if (!revoked) throw new AppError('not_found', 'No active session of yours has this id');
+      await this.audit.record({
+        action: 'session.revoked',
+        companyId: caller.companyId,
+        principal: caller,
+        meta,
+        targetType: 'session',
+        targetId: revoked,
+        data: { current: revoked === caller.sessionId },
+      });
     });
   }
 
   /** Ends every active session of the caller, the current one included; returns how many. */
   async revokeAll(principal: Principal, meta: RequestMeta): Promise<number> {
     const caller = requireUser(principal);
-    const revoked = await this.revokeWhere(caller, {}, 'revoked_all');
-    await this.audit.record({
-      action: 'session.revoked_all',
-      companyId: caller.companyId,
-      principal: caller,
-      meta,
-      targetType: 'user',
-      targetId: caller.userId,
-      data: { count: revoked.length },
+    return transaction(this.orm, async () => {
+      const revoked = await this.revokeWhere(caller, {}, 'revoked_all');
+      await this.audit.record({
+        action: 'session.revoked_all',
+        companyId: caller.companyId,
+        principal: caller,
+        meta,
+        targetType: 'user',
+        targetId: caller.userId,
+        data: { count: revoked.length },
+      });
+      return revoked.length;
     });
-    return revoked.length;
   }
 
   /**
    * Ends every active session of a user, whoever asks (password reset; the
    * administrators' force-logout): authorize before calling. Publishes
-   * `session.revoked` for each, so cached credentials, cookies and sockets
-   * stop at once. Returns the ids of the sessions ended.
+   * `session.revoked` for each once the revocation has committed (with the
+   * caller's transaction, if any), so cached credentials, cookies and
+   * sockets stop at once. Returns the ids of the sessions ended.
    */
   async revokeAllOfUser(userId: string, reason: string): Promise<string[]> {
     const rows: { id: string }[] = await currentEm(this.orm)
@@ -128,7 +133,7 @@ export class SessionService {
       .returning('id')
       .execute('all');
     const ids = rows.map((row) => row.id);
-    for (const sessionId of ids) this.bus.publish('session.revoked', { sessionId, userId });
+    whenCommitted(this.orm, () => ids.forEach((sessionId) => this.bus.publish('session.revoked', { sessionId, userId })));
     return ids;
   }
 
@@ -148,7 +153,7 @@ export class SessionService {
       .returning('id')
       .execute('all');
     const ids = rows.map((row) => row.id);
-    for (const sessionId of ids) this.bus.publish('session.revoked', { sessionId, userId: caller.userId });
+    whenCommitted(this.orm, () => ids.forEach((sessionId) => this.bus.publish('session.revoked', { sessionId, userId: caller.userId })));
     return ids;
   }
 }

@@ -7,7 +7,7 @@ import { sha256Hex } from '../../auth/tokens';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { requireAuthenticated } from '../../auth/policy';
 import { STEP_UP_MAX_AGE_SECONDS } from './recent-authentication';
-import { currentEm } from '../../db/unit-of-work';
+import { currentEm, transaction } from '../../db/unit-of-work';
 import type { AuditService } from '../audit';
 import type { AuthService } from './auth.service';
 import type { SessionCookieService } from './session-cookie.service';
@@ -27,8 +27,6 @@ import { User } from './user.entity';
 
 /** The SSO CSRF nonce (`state`) lifetime of the spec's Limits table. */
 export const SSO_STATE_TTL_SECONDS = 300;
-/** Spent and expired states are deleted this long after they expire (kept a while for diagnostics). */
-const STATE_RETENTION_MS = 60 * 60 * 1000;
 /** How long the MFA challenge of a provider sign-in may be answered. */
 export const SSO_MFA_CHALLENGE_TTL_SECONDS = 300;
 /** Wrong codes one challenge takes before it is spent (the per-user MFA throttle applies as well). */
@@ -205,8 +203,6 @@ export class SsoService {
       expiresAt: new Date(now.getTime() + SSO_STATE_TTL_SECONDS * 1000),
     });
     await em.flush();
-    // Housekeeping: spent and expired states are of no use after a while.
-    await em.nativeDelete(SsoState, { expiresAt: { $lt: new Date(now.getTime() - STATE_RETENTION_MS) } });
     return { authorizationUrl: request.url, state: request.state, stateMaxAgeSeconds: SSO_STATE_TTL_SECONDS };
   }
 
@@ -403,7 +399,6 @@ export class SsoService {
       expiresAt: new Date(now.getTime() + SSO_MFA_CHALLENGE_TTL_SECONDS * 1000),
     });
     await em.flush();
-    await em.nativeDelete(SsoMfaChallenge, { expiresAt: { $lt: new Date(now.getTime() - STATE_RETENTION_MS) } });
     await this.audit.record({
       action: 'auth.sso_mfa_challenged',
       companyId: user.company.id,
@@ -605,7 +600,7 @@ export class SsoService {
     // A user created by SSO has no password anyone knows; same hash format, so password logins take as long.
     const passwordHash = await hashPassword(randomBytes(32).toString('base64url'), this.config.scryptCost);
     const name = typeof claims.name === 'string' && claims.name.trim() ? claims.name.trim().slice(0, 200) : null;
-    const { userId, companyId } = await em.transactional(async (tx) => {
+    const userId = await transaction(this.orm, async (tx) => {
       // Claim the invitation first: of two concurrent sign-ups, one wins.
       const claimed = await tx.nativeUpdate(
         Invitation,
@@ -619,27 +614,26 @@ export class SsoService {
       const user = tx.create(User, { company, email, name, passwordHash, role: invitation.role });
       tx.create(UserIdentity, { user, provider, subject, email, lastLoginAt: now });
       await tx.flush();
-      return { userId: user.id, companyId: company.id };
-    });
-
-    const actor = { actorType: 'user' as const, actorId: userId, actorLabel: email };
-    await this.audit.record({
-      action: 'user.created_via_sso',
-      companyId,
-      actor,
-      meta,
-      targetType: 'user',
-      targetId: userId,
-      data: { provider, role: invitation.role, invitationId: invitation.id },
-    });
-    await this.audit.record({
-      action: 'invitation.accepted',
-      companyId,
-      actor,
-      meta,
-      targetType: 'invitation',
-      targetId: invitation.id,
-      data: { email, role: invitation.role, via: `sso:${provider}` },
+      const actor = { actorType: 'user' as const, actorId: user.id, actorLabel: email };
+      await this.audit.record({
+        action: 'user.created_via_sso',
+        companyId: company.id,
+        actor,
+        meta,
+        targetType: 'user',
+        targetId: user.id,
+        data: { provider, role: invitation.role, invitationId: invitation.id },
+      });
+      await this.audit.record({
+        action: 'invitation.accepted',
+        companyId: company.id,
+        actor,
+        meta,
+        targetType: 'invitation',
+        targetId: invitation.id,
+        data: { email, role: invitation.role, via: `sso:${provider}` },
+      });
+      return user.id;
     });
     return em.findOneOrFail(User, { id: userId }, { refresh: true });
   }

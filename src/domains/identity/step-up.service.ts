@@ -5,7 +5,7 @@ import { requireAuthenticated } from '../../auth/policy';
 import { requireRecentAuthentication, STEP_UP_MAX_AGE_SECONDS } from './recent-authentication';
 import type { AccessTokens } from '../../auth/tokens';
 import type { Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
-import { currentEm } from '../../db/unit-of-work';
+import { currentEm, transaction } from '../../db/unit-of-work';
 import type { AuditService } from '../audit';
 import type { MfaService } from './mfa.service';
 import { Session } from './session.entity';
@@ -69,23 +69,25 @@ export class StepUpService {
     auditData: Record<string, unknown> = {},
   ): Promise<StepUpResult> {
     const now = new Date();
-    const updated = await currentEm(this.orm).nativeUpdate(Session, { id: session.sessionId, revokedAt: null }, { authenticatedAt: now });
-    if (updated !== 1) throw new AppError('token_invalid', 'The session of this access token has ended');
+    await transaction(this.orm, async (tx) => {
+      const updated = await tx.nativeUpdate(Session, { id: session.sessionId, revokedAt: null }, { authenticatedAt: now });
+      if (updated !== 1) throw new AppError('token_invalid', 'The session of this access token has ended');
+      await this.audit.record({
+        action: 'auth.step_up',
+        companyId: session.companyId,
+        actor: { actorType: 'user', actorId: user.id, actorLabel: user.email },
+        meta,
+        targetType: 'session',
+        targetId: session.sessionId,
+        data: { mfa: user.mfaEnabled, ...auditData },
+      });
+    });
     const accessToken = await this.tokens.sign({
       sub: user.id,
       cid: session.companyId,
       role: user.role,
       sid: session.sessionId,
       authTime: Math.floor(now.getTime() / 1000),
-    });
-    await this.audit.record({
-      action: 'auth.step_up',
-      companyId: session.companyId,
-      actor: { actorType: 'user', actorId: user.id, actorLabel: user.email },
-      meta,
-      targetType: 'session',
-      targetId: session.sessionId,
-      data: { mfa: user.mfaEnabled, ...auditData },
     });
     return { accessToken, authenticatedAt: now, stepUpExpiresAt: new Date(now.getTime() + STEP_UP_MAX_AGE_SECONDS * 1000) };
   }

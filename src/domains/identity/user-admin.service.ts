@@ -6,7 +6,7 @@ import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
-import { currentEm } from '../../db/unit-of-work';
+import { currentEm, transaction, whenCommitted } from '../../db/unit-of-work';
 import { checkPage } from '../../pagination';
 import type { Mailer } from '../../mail/mailer';
 import { mfaDisabledByAdmin } from './mail';
@@ -231,7 +231,7 @@ export class UserAdminService {
     if (changes.status && status === 'suspended') this.checkNotSelf(actor, target, 'suspend');
     const removesOwner = target.role === 'owner' && (!!changes.role || status === 'suspended');
     const now = new Date();
-    await this.transaction(async (tx) => {
+    await transaction(this.orm, async (tx) => {
       if (removesOwner) await this.checkNotLastOwner(tx, target);
       await tx.nativeUpdate(
         User,
@@ -243,29 +243,31 @@ export class UserAdminService {
           updatedAt: now,
         },
       );
+      let revokedSessions = 0;
+      if (changes.status && status === 'suspended') {
+        revokedSessions = (await this.sessions.revokeAllOfUser(target.id, 'user_suspended')).length;
+      }
+      whenCommitted(this.orm, () => this.bus.publish('user.changed', { userId: target.id, access: !!(changes.role || changes.status) }));
+      await this.audit.record({
+        action: 'user.updated',
+        companyId: target.company.id,
+        principal: actor.principal,
+        meta,
+        targetType: 'user',
+        targetId: target.id,
+        data: { fields: Object.keys(changes), changes, ...(changes.status?.to === 'suspended' ? { revokedSessions } : {}) },
+      });
     });
-    let revokedSessions = 0;
-    if (changes.status && status === 'suspended') {
-      revokedSessions = (await this.sessions.revokeAllOfUser(target.id, 'user_suspended')).length;
-    }
+    // The throttle keeps its own rows, outside the transaction (see LoginThrottleService).
     if (changes.status && status === 'active') await this.loginThrottle.reset(target.email);
-    this.bus.publish('user.changed', { userId: target.id, access: !!(changes.role || changes.status) });
-    await this.audit.record({
-      action: 'user.updated',
-      companyId: target.company.id,
-      principal: actor.principal,
-      meta,
-      targetType: 'user',
-      targetId: target.id,
-      data: { fields: Object.keys(changes), changes, ...(changes.status?.to === 'suspended' ? { revokedSessions } : {}) },
-    });
     return this.reload(em, target.id);
   }
 
   /**
-   * Deletes the user: every session ends (session.revoked), the API keys the
-   * user created are revoked (api_key.revoked), then the row goes (its
-   * sessions, refresh tokens, recovery codes and identities with it).
+   * Deletes the user in one transaction with the last-owner check and the
+   * audit entry: every session ends (session.revoked), the API keys the user
+   * created are revoked (api_key.revoked), and the row goes (its sessions,
+   * refresh tokens, recovery codes and identities with it).
    */
   async delete(principal: Principal, userId: string, meta: RequestMeta): Promise<void> {
     const actor = requireUserAdmin(principal);
@@ -273,26 +275,23 @@ export class UserAdminService {
     const target = await this.target(em, actor, userId);
     this.checkMayChange(actor, target);
     this.checkNotSelf(actor, target, 'delete');
-    // First (in one transaction with the last-owner check) the user stops counting as an
-    // active owner and can no longer sign in; then sessions and keys end; then the row goes.
-    await this.transaction(async (tx) => {
+    await transaction(this.orm, async (tx) => {
       if (target.role === 'owner') await this.checkNotLastOwner(tx, target);
-      await tx.nativeUpdate(User, { id: target.id }, { status: 'suspended', updatedAt: new Date() });
+      const sessions = await this.sessions.revokeAllOfUser(target.id, 'user_deleted');
+      const keys = await this.revokeKeysOf(tx, target.id);
+      await tx.nativeDelete(User, { id: target.id });
+      whenCommitted(this.orm, () => this.bus.publish('user.changed', { userId: target.id, access: true }));
+      await this.audit.record({
+        action: 'user.deleted',
+        companyId: target.company.id,
+        principal: actor.principal,
+        meta,
+        targetType: 'user',
+        targetId: target.id,
+        data: { email: target.email, role: target.role, revokedSessions: sessions.length, revokedApiKeys: keys },
+      });
     });
-    const sessions = await this.sessions.revokeAllOfUser(target.id, 'user_deleted');
-    const keys = await this.revokeKeysOf(em, target.id);
-    await em.nativeDelete(User, { id: target.id });
     em.clear();
-    this.bus.publish('user.changed', { userId: target.id, access: true });
-    await this.audit.record({
-      action: 'user.deleted',
-      companyId: target.company.id,
-      principal: actor.principal,
-      meta,
-      targetType: 'user',
-      targetId: target.id,
-      data: { email: target.email, role: target.role, revokedSessions: sessions.length, revokedApiKeys: keys },
-    });
   }
 
   /** Suspends the user: sign-in is refused and every session ends at once. */
@@ -309,20 +308,20 @@ export class UserAdminService {
     this.checkMayChange(actor, target);
     this.checkNotSelf(actor, target, 'suspend');
     const wasSuspended = target.status === 'suspended';
-    await this.transaction(async (tx) => {
+    await transaction(this.orm, async (tx) => {
       if (target.role === 'owner') await this.checkNotLastOwner(tx, target);
       await tx.nativeUpdate(User, { id: target.id }, { status: 'suspended', updatedAt: new Date() });
-    });
-    const revoked = await this.sessions.revokeAllOfUser(target.id, 'user_suspended');
-    this.bus.publish('user.changed', { userId: target.id, access: true });
-    await this.audit.record({
-      action: 'user.suspended',
-      companyId: target.company.id,
-      principal: actor.principal,
-      meta,
-      targetType: 'user',
-      targetId: target.id,
-      data: { reason: trimmed, wasSuspended, revokedSessions: revoked.length },
+      const revoked = await this.sessions.revokeAllOfUser(target.id, 'user_suspended');
+      whenCommitted(this.orm, () => this.bus.publish('user.changed', { userId: target.id, access: true }));
+      await this.audit.record({
+        action: 'user.suspended',
+        companyId: target.company.id,
+        principal: actor.principal,
+        meta,
+        targetType: 'user',
+        targetId: target.id,
+        data: { reason: trimmed, wasSuspended, revokedSessions: revoked.length },
+      });
     });
     return this.reload(em, target.id);
   }
@@ -334,18 +333,22 @@ export class UserAdminService {
     const target = await this.target(em, actor, userId);
     this.checkMayChange(actor, target);
     const wasSuspended = target.status === 'suspended';
-    if (wasSuspended) await em.nativeUpdate(User, { id: target.id }, { status: 'active', updatedAt: new Date() });
-    await this.loginThrottle.reset(target.email);
-    if (wasSuspended) this.bus.publish('user.changed', { userId: target.id, access: true });
-    await this.audit.record({
-      action: 'user.unsuspended',
-      companyId: target.company.id,
-      principal: actor.principal,
-      meta,
-      targetType: 'user',
-      targetId: target.id,
-      data: { wasSuspended },
+    await transaction(this.orm, async (tx) => {
+      if (wasSuspended) {
+        await tx.nativeUpdate(User, { id: target.id }, { status: 'active', updatedAt: new Date() });
+        whenCommitted(this.orm, () => this.bus.publish('user.changed', { userId: target.id, access: true }));
+      }
+      await this.audit.record({
+        action: 'user.unsuspended',
+        companyId: target.company.id,
+        principal: actor.principal,
+        meta,
+        targetType: 'user',
+        targetId: target.id,
+        data: { wasSuspended },
+      });
     });
+    await this.loginThrottle.reset(target.email);
     return this.reload(em, target.id);
   }
 
@@ -355,15 +358,18 @@ export class UserAdminService {
     const target = await this.target(currentEm(this.orm), actor, userId);
     this.checkMayChange(actor, target);
     if (target.status !== 'active') throw new AppError('conflict', 'The user is suspended; unsuspend them first');
-    const receipt = await this.passwordReset.sendResetFor(target.id, meta, { principal: actor.principal });
-    await this.audit.record({
-      action: 'user.password_reset_sent',
-      companyId: target.company.id,
-      principal: actor.principal,
-      meta,
-      targetType: 'user',
-      targetId: target.id,
-      data: { mailId: receipt.mailId, expiresAt: receipt.expiresAt.toISOString() },
+    const receipt = await transaction(this.orm, async () => {
+      const sent = await this.passwordReset.sendResetFor(target.id, meta, { principal: actor.principal });
+      await this.audit.record({
+        action: 'user.password_reset_sent',
+        companyId: target.company.id,
+        principal: actor.principal,
+        meta,
+        targetType: 'user',
+        targetId: target.id,
+        data: { mailId: sent.mailId, expiresAt: sent.expiresAt.toISOString() },
+      });
+      return sent;
     });
     return { userId: target.id, expiresAt: receipt.expiresAt };
   }
@@ -373,17 +379,19 @@ export class UserAdminService {
     const actor = requireUserAdmin(principal);
     const target = await this.target(currentEm(this.orm), actor, userId);
     this.checkMayChange(actor, target);
-    const revoked = await this.sessions.revokeAllOfUser(target.id, 'forced_logout');
-    await this.audit.record({
-      action: 'user.force_logout',
-      companyId: target.company.id,
-      principal: actor.principal,
-      meta,
-      targetType: 'user',
-      targetId: target.id,
-      data: { revokedSessions: revoked.length },
+    return transaction(this.orm, async () => {
+      const revoked = await this.sessions.revokeAllOfUser(target.id, 'forced_logout');
+      await this.audit.record({
+        action: 'user.force_logout',
+        companyId: target.company.id,
+        principal: actor.principal,
+        meta,
+        targetType: 'user',
+        targetId: target.id,
+        data: { revokedSessions: revoked.length },
+      });
+      return { userId: target.id, revokedSessions: revoked.length };
     });
-    return { userId: target.id, revokedSessions: revoked.length };
   }
 
   /** Turns the user's MFA off (secret and recovery codes removed) and tells them by mail. */
@@ -394,21 +402,23 @@ export class UserAdminService {
     this.checkMayChange(actor, target);
     if (!target.mfaEnabled && !target.mfaPendingSecret) throw new AppError('conflict', 'MFA is not enabled for this user');
     const wasEnabled = target.mfaEnabled;
-    await this.mfa.removeFactor(target.id);
-    this.bus.publish('user.changed', { userId: target.id, access: true });
-    const mail = await this.mailer.enqueue(
-      target.email,
-      mfaDisabledByAdmin({ name: target.name, companyName: target.company.name }),
-      { meta: { userId: target.id, companyId: target.company.id, requestId: meta.requestId, purpose: 'mfa_disabled_by_admin' } },
-    );
-    await this.audit.record({
-      action: 'user.mfa_disabled_by_admin',
-      companyId: target.company.id,
-      principal: actor.principal,
-      meta,
-      targetType: 'user',
-      targetId: target.id,
-      data: { wasEnabled, mailId: mail.id },
+    await transaction(this.orm, async () => {
+      await this.mfa.removeFactor(target.id);
+      whenCommitted(this.orm, () => this.bus.publish('user.changed', { userId: target.id, access: true }));
+      const mail = await this.mailer.enqueue(
+        target.email,
+        mfaDisabledByAdmin({ name: target.name, companyName: target.company.name }),
+        { meta: { userId: target.id, companyId: target.company.id, requestId: meta.requestId, purpose: 'mfa_disabled_by_admin' } },
+      );
+      await this.audit.record({
+        action: 'user.mfa_disabled_by_admin',
+        companyId: target.company.id,
+        principal: actor.principal,
+        meta,
+        targetType: 'user',
+        targetId: target.id,
+        data: { wasEnabled, mailId: mail.id },
+      });
     });
     return this.reload(em, target.id);
   }
@@ -461,14 +471,6 @@ export class UserAdminService {
     return user;
   }
 
-  /**
-   * A transaction on a fresh fork: a fork of the request's unit of work would
-   * flush its loaded entities (as read before the native writes) again on commit.
-   */
-  private transaction<T>(fn: (tx: EntityManager) => Promise<T>): Promise<T> {
-    return this.orm.em.fork().transactional(fn);
-  }
-
   /** Rule 1: an admin (or API key) cannot act on an owner. */
   private checkMayChange(actor: Acting, target: User): void {
     if (target.role === 'owner' && !actsAsOwner(actor, target)) {
@@ -495,7 +497,7 @@ export class UserAdminService {
       .where({ createdBy: userId, revokedAt: null })
       .returning(['id', 'key_hash'] as never)
       .execute('all', false);
-    for (const row of rows) this.bus.publish('api_key.revoked', { keyId: row.id, keyHash: row.key_hash });
+    whenCommitted(this.orm, () => rows.forEach((row) => this.bus.publish('api_key.revoked', { keyId: row.id, keyHash: row.key_hash })));
     return rows.map((r) => r.id);
   }
 }
