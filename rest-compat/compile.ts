@@ -1,7 +1,7 @@
 import { getNullableType, GraphQLNonNull, isNonNullType, type GraphQLField, type GraphQLInputType, type GraphQLSchema } from 'graphql';
 import type { FastifyRequest } from 'fastify';
 import { fieldPolicy, type FieldPolicy } from '../subgraphs/policy/access';
-import { fieldOutputPlan, fullSelection, inputSchema, toGraphQLInput, toRest, type JsonSchema } from './shapes';
+import { compileRestMapper, fieldOutputPlan, fullSelection, inputSchema, toGraphQLInput, type JsonSchema } from './shapes';
 import { isRawRoute, type ArgSource, type GraphQLRoute, type RestRoute } from './route';
 
 /** A route as the adapter serves it and the OpenAPI document describes it. */
@@ -53,6 +53,7 @@ function compileGraphQLRoute(schema: GraphQLSchema, route: GraphQLRoute): Compil
 
   const selection = route.status === 204 ? '' : route.select !== undefined ? `{ ${route.select} }` : fullSelection(field.type);
   const plan = route.status === 204 ? undefined : fieldOutputPlan(field, selection);
+  const toBody = plan && compileRestMapper(plan);
   const variableDefinitions = args.map(([name]) => `$${name}: ${String(field.args.find((a) => a.name === name)!.type)}`);
   const document =
     `${operation} ${route.operationId}${variableDefinitions.length ? `(${variableDefinitions.join(', ')})` : ''} ` +
@@ -81,7 +82,7 @@ function compileGraphQLRoute(schema: GraphQLSchema, route: GraphQLRoute): Compil
       },
       body(value) {
         if (!plan) return undefined;
-        const derived = toRest(plan, value);
+        const derived = toBody!(value);
         return answer ? answer.body(derived as never) : derived;
       },
     },

@@ -277,8 +277,9 @@ async function subgraph(args: string[]) {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  // Only the domains this subgraph serves, and identity, which authenticates every request.
-  const atrium = await boot(config, { domains: [identityDomain, ...subgraphDefinition(name).domains] });
+  // Only the domains this subgraph serves, and identity, which authenticates every request. A serving
+  // process: it runs the jobs of the domains it booted (the mail the identity subgraph queues, its sweeps).
+  const atrium = await boot(config, { domains: [identityDomain, ...subgraphDefinition(name).domains], background: true });
   const { kernel } = atrium;
   const served = await serveSubgraph(name, {
     host: config.host,
