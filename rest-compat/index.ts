@@ -58,7 +58,9 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
           },
           // The credential requirement and the budget are the policy of the field the route runs.
           config: { auth: policy.auth === 'public' ? 'public' : 'required', rateLimit: policy.rateLimit ?? 'default', deprecation: route.deprecation },
-          preHandler: admitted([policy]),
+          // The budget is spent by the host's rate-limit hook (the route's config); what is left to admit is
+          // the MFA-enrolment gate, which a field allowed during enrolment never closes: no hook at all.
+          ...(policy.duringMfaEnrollment ? {} : { preHandler: admitted([policy]) }),
           ...(route.deprecation ? { onSend: deprecationHeaders(route.deprecation) } : {}),
           handler,
         });
