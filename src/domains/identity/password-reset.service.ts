@@ -146,9 +146,12 @@ export class PasswordResetService {
     const em = currentEm(this.orm);
     const user = await em.findOne(User, { email });
     if (!user || user.status !== 'active') return;
-    const hourAgo = new Date(Date.now() - 3600_000);
-    const recent = await em.count(OneTimeToken, { user: user.id, purpose: PASSWORD_RESET_PURPOSE, createdAt: { $gt: hourAgo } });
-    if (recent >= this.config.passwordReset.mailsPerHour) {
+    // The count and the new token commit together: requests handled side by side
+    // (aliases, concurrent jobs) cannot each see room under the cap.
+    await transaction(this.orm, async (tx) => {
+      const hourAgo = new Date(Date.now() - 3600_000);
+      const recent = await tx.count(OneTimeToken, { user: user.id, purpose: PASSWORD_RESET_PURPOSE, createdAt: { $gt: hourAgo } });
+      if (recent < this.config.passwordReset.mailsPerHour) return void (await this.sendTo(user, meta));
       await this.audit.record({
         action: 'auth.password_reset_requested',
         companyId: user.company.id,
@@ -158,9 +161,7 @@ export class PasswordResetService {
         targetId: user.id,
         data: { mailed: false, reason: 'too_many_requests', perHour: this.config.passwordReset.mailsPerHour },
       });
-      return;
-    }
-    await this.sendTo(user, meta);
+    });
   }
 
   /** Issues a token (replacing older ones) and enqueues the mail; `principal` is the admin who asked, if any. */
