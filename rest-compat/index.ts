@@ -6,7 +6,9 @@ import type { Deprecation } from '../src/host/types';
 import { replyTransport } from '../src/host/graphql';
 import { createContext } from '../subgraphs/context';
 import { fromGraphQLError, toGraphQLError } from '../subgraphs/errors';
-import type { OperationPolicies } from '../subgraphs/policy/gate';
+import { singleField, type AdmittedOperation } from '../subgraphs/policy/gate';
+import type { MeasuredDocument } from '../subgraphs/policy/limits';
+import { AppError } from '../src/errors/catalog';
 import { compileOperation } from './compiled-operation';
 import type { CompiledRoute } from './compile';
 import { pageLinks, type PageBody } from './pagination';
@@ -60,7 +62,7 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
           config: { auth: policy.auth === 'public' ? 'public' : 'required', rateLimit: policy.rateLimit ?? 'default', deprecation: route.deprecation },
           // The budget is spent by the host's rate-limit hook (the route's config); what is left to admit is
           // the MFA-enrolment gate, which a field allowed during enrolment never closes: no hook at all.
-          ...(policy.duringMfaEnrollment ? {} : { preHandler: admitted([policy]) }),
+          ...(policy.duringMfaEnrollment ? {} : { preHandler: admitted(singleField(compiled.operation?.field ?? route.path, policy)) }),
           ...(route.deprecation ? { onSend: deprecationHeaders(route.deprecation) } : {}),
           handler,
         });
@@ -68,11 +70,11 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
     }
 
     /** The policy layer's verdict before the handler: a caller owing MFA enrolment runs as anonymous unless the field allows it. */
-    function admitted(policies: OperationPolicies) {
+    function admitted(operation: AdmittedOperation) {
       return (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
         let principal: Principal | Promise<Principal>;
         try {
-          principal = app.gate.admit(policies, request.principal, request.ip, { spend: false, enrollment: true });
+          principal = app.gate.admit(operation, request.principal, request.ip, { spend: false, enrollment: true });
         } catch (error) {
           return done(error as Error);
         }
@@ -87,11 +89,24 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       };
     }
 
+    /** A route's document against the caps: an operator's caps may be lower than a route needs, and it is refused as a client's would be. */
+    function measure(document: string): MeasuredDocument | AppError {
+      try {
+        return app.gate.read(document);
+      } catch (error) {
+        if (error instanceof AppError) return error;
+        throw error;
+      }
+    }
+
     function graphqlHandler(compiled: CompiledRoute) {
       const { route } = compiled;
       const mapping = compiled.operation!;
       const operation = compileOperation(app.graphql.schema, mapping.document, `${route.method} ${route.path}`);
       const paginated = 'paginated' in route && route.paginated;
+      // Measured once, as every GraphQL operation is: a route's document is fixed, and only a
+      // page size from the query string can change its cost (checked per request).
+      const measured = measure(mapping.document);
       const finish = (request: FastifyRequest, reply: FastifyReply, result: ExecutionResult) => {
         // A resolver's error keeps its catalog code; anything unknown is logged and masked, as over GraphQL.
         if (result.errors?.length) throw fromGraphQLError(toGraphQLError(result.errors[0]!, request.log));
@@ -107,8 +122,11 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       // Synchronous when every resolver on the path answers synchronously (cached reads):
       // no promise, no extra tick; fastify sends a returned body and catches a thrown error.
       return (request: FastifyRequest, reply: FastifyReply) => {
+        if (measured instanceof AppError) throw measured;
+        const variables = mapping.variables(request);
+        if (measured.operations[0]!.costUsesVariables) app.gate.operation(measured, null, variables);
         const context = createContext(app.resolvers, request.principal, request.meta, replyTransport(reply, secureCookies));
-        const result = operation.query(undefined, context, mapping.variables(request));
+        const result = operation.query(undefined, context, variables);
         return isPromise(result) ? result.then((settled) => finish(request, reply, settled)) : finish(request, reply, result);
       };
     }

@@ -286,6 +286,7 @@ async function subgraph(args: string[]) {
     port: config.port,
     orm: kernel.orm,
     budgets: kernel.budgets,
+    limits: config.graphql,
     trustProxy: config.trustProxy,
     domains: atrium.domains,
   });

@@ -29,3 +29,10 @@ export function list(env: Env, name: string): string[] {
     .map((s) => s.trim())
     .filter(Boolean);
 }
+
+export function oneOf<const T extends readonly string[]>(env: Env, name: string, allowed: T, fallback: T[number]): T[number] {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T[number];
+}

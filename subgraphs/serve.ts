@@ -9,10 +9,11 @@ import { GraphQLError } from 'graphql';
 import { runInUnitOfWork } from '../src/db/unit-of-work';
 import type { Orm } from '../src/db/orm';
 import { requestIdFrom } from '../src/request-id';
-import { isAppError, type AppError } from '../src/errors/catalog';
+import { AppError, isAppError } from '../src/errors/catalog';
 import { Budgets, type BudgetHit } from '../src/rate-limit/budgets';
 import type { Principal } from '../src/auth/principal';
 import type { IdentityApi } from '../src/domains/identity';
+import type { GraphqlLimitsConfig } from '../src/kernel/config';
 import { OperationGate } from './policy/gate';
 import { federatedSchema, resolverInstances, subgraphNames, type SubgraphName } from './build-subgraph';
 import { buildSubgraphs, subgraphDefinitions } from './supergraph';
@@ -25,6 +26,8 @@ export interface ServeSubgraphOptions {
   port: number;
   orm: Orm;
   budgets: Budgets;
+  /** The caps every operation is measured against, and who may introspect (the kernel's `graphql` settings). */
+  limits: GraphqlLimitsConfig;
   /** Take the client address from X-Forwarded-For (behind your own proxy or gateway only). */
   trustProxy: boolean;
   /** The booted domains' APIs: the subgraph's own, and identity's (every request is authenticated). */
@@ -36,24 +39,53 @@ export interface ServedSubgraph {
   stop(): Promise<void>;
 }
 
+type ExecuteArgs = Parameters<ApolloServer<GraphQLContext>['executeHTTPGraphQLRequest']>[0];
+
 /**
  * startStandaloneServer hands every HTTP request to executeHTTPGraphQLRequest,
  * so overriding it opens one unit of work around the whole request (credential
- * check, execution, response), as the main app's onRequest hook does.
+ * check, execution, response), as the main app's onRequest hook does, and
+ * reads the document before Apollo parses it: one over a cap is refused
+ * (400 query_too_complex) exactly as /graphql refuses it.
  */
 class UnitOfWorkServer extends ApolloServer<GraphQLContext> {
   constructor(
     private readonly orm: Orm,
+    private readonly gate: OperationGate,
     config: ApolloServerOptions<GraphQLContext>,
   ) {
     super(config);
   }
 
-  override executeHTTPGraphQLRequest(
-    request: Parameters<ApolloServer<GraphQLContext>['executeHTTPGraphQLRequest']>[0],
-  ): Promise<HTTPGraphQLResponse> {
+  override executeHTTPGraphQLRequest(request: ExecuteArgs): Promise<HTTPGraphQLResponse> {
+    const query = documentText(request.httpGraphQLRequest);
+    if (query !== undefined) {
+      try {
+        this.gate.read(query);
+      } catch (error) {
+        if (!isAppError(error)) throw error;
+        return Promise.resolve(refusalResponse(error));
+      }
+    }
     return runInUnitOfWork(this.orm, () => super.executeHTTPGraphQLRequest(request));
   }
+}
+
+/** The query text of a GraphQL-over-HTTP request (POST body or GET search), if it has one. */
+function documentText(request: ExecuteArgs['httpGraphQLRequest']): string | undefined {
+  const query = request.method === 'GET' ? new URLSearchParams(request.search).get('query') : (request.body as { query?: unknown } | null)?.query;
+  return typeof query === 'string' ? query : undefined;
+}
+
+/** A refusal before Apollo runs anything, in the GraphQL response shape /graphql answers it with. */
+function refusalResponse(error: AppError): HTTPGraphQLResponse {
+  const log = { error: (obj: object, msg: string) => console.error(msg, obj) };
+  const formatted = toGraphQLError(new GraphQLError(error.message, { originalError: error }), log);
+  return {
+    status: error.status,
+    headers: new HeaderMap([['content-type', 'application/json; charset=utf-8']]),
+    body: { kind: 'complete', string: JSON.stringify({ errors: [formatted.toJSON()] }) },
+  };
 }
 
 export function isSubgraphName(name: string): name is SubgraphName {
@@ -78,7 +110,7 @@ export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOp
   const access = options.domains.identity.access;
   const schema = federatedSchema(subgraph);
   // The policies are read from the built subgraph, whose fields carry them (the federated schema is rebuilt from SDL).
-  const gate = new OperationGate(subgraph.schema, access, options.budgets);
+  const gate = new OperationGate(subgraph.schema, access, options.budgets, options.limits);
   const log = { error: (obj: object, msg: string) => console.error(msg, obj) };
   /** The budget each request spent, shown in its response headers as the main server does. */
   const spent = new WeakMap<GraphQLContext, BudgetHit[]>();
@@ -88,10 +120,13 @@ export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOp
   const policy: ApolloServerPlugin<GraphQLContext> = {
     async requestDidStart() {
       return {
-        async didResolveOperation({ document, contextValue }) {
+        async didResolveOperation({ document, request, contextValue }) {
           const hits = spent.get(contextValue) ?? [];
           try {
-            const admitted: Principal = await gate.admit(gate.policiesOf(document), contextValue.principal, contextValue.meta.ip, {
+            // Read already (executeHTTPGraphQLRequest); the cost is checked with the request's variables.
+            const operation = gate.operation(gate.readDocument(document), request.operationName, request.variables);
+            if (!operation) throw new AppError('bad_request', 'The document has several operations: name one in operationName');
+            const admitted: Principal = await gate.admit(operation, contextValue.principal, contextValue.meta.ip, {
               spend: true,
               enrollment: true,
               show: (hit) => hits.push(hit),
@@ -110,9 +145,11 @@ export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOp
     },
   };
 
-  const server = new UnitOfWorkServer(options.orm, {
+  const server = new UnitOfWorkServer(options.orm, gate, {
     schema,
-    introspection: true,
+    // 'authenticated' is the gate's to decide, as on /graphql.
+    introspection: options.limits.introspection !== 'off',
+    parseOptions: { maxTokens: options.limits.maxTokens },
     // No HTML sandbox (it loads from a CDN); no ftv1 resolver timings for any caller who asks.
     plugins: [ApolloServerPluginLandingPageDisabled(), ApolloServerPluginInlineTraceDisabled(), policy],
     // The same error shape as /graphql: the catalog code in extensions.code.

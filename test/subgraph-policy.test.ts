@@ -49,6 +49,7 @@ async function appWithSubgraph(t: TestContext, config: Parameters<typeof build>[
     port: 0,
     orm: other.kernel.orm,
     budgets: other.kernel.budgets,
+    limits: other.kernel.config.graphql,
     trustProxy: false,
     domains: other.domains,
   });

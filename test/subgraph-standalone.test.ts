@@ -17,6 +17,7 @@ const served = (atrium: Atrium) => ({
   port: 0,
   orm: atrium.kernel.orm,
   budgets: atrium.kernel.budgets,
+  limits: atrium.kernel.config.graphql,
   trustProxy: false,
   domains: atrium.domains,
 });

@@ -11,20 +11,44 @@ import { createContext, Loaders, type GraphQLContext, type TransportHooks } from
 import { toGraphQLError } from '../../subgraphs/errors';
 import type { Supergraph } from '../../subgraphs/supergraph';
 import { OperationGate } from '../../subgraphs/policy/gate';
+import type { Variables } from '../../subgraphs/policy/limits';
 import type { BudgetHit } from '../rate-limit/budgets';
 import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
 import { setRateLimitHeaders } from './rate-limit';
 
-/** The GraphQL-over-HTTP documents of a request: GET's query string, or the (possibly batched) body. */
-function httpQueries(request: FastifyRequest): string[] {
+interface HttpOperation {
+  query: string;
+  operationName?: string | null;
+  variables: Variables;
+}
+
+/** The GraphQL-over-HTTP operations of a request: GET's query string, or the (possibly batched) body. */
+function httpOperations(request: FastifyRequest): HttpOperation[] {
   const source = request.method === 'GET' ? request.query : request.body;
   const operations = Array.isArray(source) ? source : [source];
-  const queries: string[] = [];
+  const found: HttpOperation[] = [];
   for (const operation of operations) {
-    const query = (operation as { query?: unknown } | null)?.query;
-    if (typeof query === 'string') queries.push(query);
+    const { query, operationName, variables } = (operation ?? {}) as { query?: unknown; operationName?: unknown; variables?: unknown };
+    if (typeof query !== 'string') continue;
+    found.push({
+      query,
+      operationName: typeof operationName === 'string' ? operationName : null,
+      variables: requestVariables(variables),
+    });
   }
-  return queries;
+  return found;
+}
+
+/** Variables as sent: an object, or over GET its JSON text (anything else is the executor's to refuse). */
+function requestVariables(variables: unknown): Variables {
+  if (typeof variables === 'string') {
+    try {
+      variables = JSON.parse(variables);
+    } catch {
+      return null;
+    }
+  }
+  return variables !== null && typeof variables === 'object' && !Array.isArray(variables) ? (variables as Record<string, unknown>) : null;
 }
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
@@ -103,24 +127,30 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     const secureCookies = app.config.publicUrl.startsWith('https://');
     const origins = trustedOrigins(app.config);
 
-    const gate = new OperationGate(supergraph.schema, access, app.kernel.budgets);
+    const gate = new OperationGate(supergraph.schema, access, app.kernel.budgets, app.config.graphql);
     app.decorate('gate', gate);
 
-    // GraphQL over HTTP is admitted by the policy layer before mercurius runs
-    // anything: a refused request is a 429 that ran nothing, and a caller who
-    // owes MFA enrolment runs as anonymous unless every root field allows it.
-    // Synchronous while the policies are known (the hot path).
+    // GraphQL over HTTP is read and admitted by the policy layer before mercurius
+    // runs anything: a document that is not GraphQL or passes a cap is a 400, a
+    // spent budget a 429, neither having run anything; a caller who owes MFA
+    // enrolment runs as anonymous unless every root field allows it.
+    // Synchronous while the document is known (the hot path).
     const admitOperations = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
-      const queries = httpQueries(request);
+      const operations = httpOperations(request);
       const show = (hit: BudgetHit) => setRateLimitHeaders(reply, hit);
       let index = 0;
       const next = (principal: Principal): void => {
-        while (index < queries.length) {
-          const policies = gate.policiesOfText(queries[index++]!);
-          if (!policies) continue; // not GraphQL: mercurius answers the syntax error
+        while (index < operations.length) {
+          const { query, operationName, variables } = operations[index++]!;
           let admitted: Principal | Promise<Principal>;
           try {
-            admitted = gate.admit(policies, principal, request.ip, { spend: true, enrollment: true, show });
+            const read = gate.read(query);
+            const operation = gate.operation(read, operationName, variables);
+            if (!operation) continue; // no operation to choose: the executor refuses it, running nothing
+            if (operation.kind === 'subscription') {
+              throw new AppError('bad_request', 'A subscription needs a WebSocket (graphql-transport-ws) on /graphql, not an HTTP request');
+            }
+            admitted = gate.admit(operation, principal, request.ip, { spend: true, enrollment: true, show });
           } catch (error) {
             return done(error as Error);
           }
@@ -142,9 +172,10 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       path: '/graphql',
       graphiql: false,
       jit: 1,
-      // Deep enough for the standard introspection query (15) that GraphiQL and
-      // code generators send; Atrium's own types nest far less.
-      queryDepth: 15,
+      // The policy layer measured the document already (depth, aliases, root
+      // fields, cost); the token cap here also bounds mercurius' own parse of
+      // socket operations.
+      graphql: { parseOptions: { maxTokens: app.config.graphql.maxTokens } },
       routes: true,
       context: (request: FastifyRequest, reply: FastifyReply): GraphQLContext =>
         createContext(container, request.principal, request.meta, replyTransport(reply, secureCookies)),

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { parseKeyring } from '../crypto/secret-box';
-import { bool, int, list, type Env } from '../env';
+import { bool, int, list, oneOf, type Env } from '../env';
 
 /**
  * The kernel's settings: where Atrium listens and stores, how it logs, what
@@ -30,6 +30,8 @@ export interface KernelConfig {
    */
   encryptionKeys?: string;
   rateLimit: RateLimitConfig;
+  /** What one GraphQL operation may ask, on every transport (subgraphs/policy/limits.ts). */
+  graphql: GraphqlLimitsConfig;
   /** Run migrations on start (the default; the CLI and tests rely on it). */
   migrate: boolean;
   /** SMTP server for outgoing mail (smtp:// or smtps:// URL); unset keeps mail in the outbox table only. */
@@ -68,6 +70,27 @@ export interface RateLimitConfig {
   auth: number;
   /** Per client IP on the public feedback collector. */
   feedback: number;
+}
+
+export const introspectionAccess = ['public', 'authenticated', 'off'] as const;
+
+/**
+ * The caps every GraphQL operation is measured against before it runs; an
+ * operation over one is refused (400 query_too_complex) and never executed.
+ */
+export interface GraphqlLimitsConfig {
+  /** Lexical tokens of the document: bounds parsing and every later walk of it. */
+  maxTokens: number;
+  /** Deepest field nesting (fragments followed); the standard introspection query needs 13. */
+  maxDepth: number;
+  /** Aliased fields in the document. */
+  maxAliases: number;
+  /** Root fields (response keys) of one operation. */
+  maxRootFields: number;
+  /** Estimated cost: every field 1, times the page size of the lists around it. */
+  maxCost: number;
+  /** Who may run __schema / __type: anyone, a signed-in caller, or nobody. */
+  introspection: (typeof introspectionAccess)[number];
 }
 
 /** SMTP_URL, checked without ever echoing it (it may carry a password). */
@@ -119,6 +142,14 @@ export function loadKernelConfig(env: Env): KernelConfig {
       anonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 120, 1),
       auth: int(env, 'RATE_LIMIT_AUTH', 20, 1),
       feedback: int(env, 'RATE_LIMIT_FEEDBACK', 10, 1),
+    },
+    graphql: {
+      maxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 5000, 100),
+      maxDepth: int(env, 'GRAPHQL_MAX_DEPTH', 15, 2),
+      maxAliases: int(env, 'GRAPHQL_MAX_ALIASES', 30),
+      maxRootFields: int(env, 'GRAPHQL_MAX_ROOT_FIELDS', 20, 1),
+      maxCost: int(env, 'GRAPHQL_MAX_COST', 5000, 10),
+      introspection: oneOf(env, 'GRAPHQL_INTROSPECTION', introspectionAccess, 'authenticated'),
     },
     migrate: true,
     smtpUrl: smtpUrl(env),

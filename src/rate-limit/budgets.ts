@@ -23,8 +23,12 @@ export class Budgets {
     private readonly config: RateLimitConfig,
   ) {}
 
-  /** Counts one request against a budget; the transport shows the decision and refuses when it is not allowed. */
-  hit(cls: RateLimitClass, principal: Principal, ip: string): BudgetHit {
+  /**
+   * Counts a request against a budget (`units` for an operation that runs
+   * several fields of the class at once); the transport shows the decision
+   * and refuses when it is not allowed.
+   */
+  hit(cls: RateLimitClass, principal: Principal, ip: string, units = 1): BudgetHit {
     let key: string;
     let limit: number;
     if (cls === 'auth' || cls === 'feedback') {
@@ -41,7 +45,7 @@ export class Budgets {
       limit = this.config.anonymous;
     }
     // The store hands back a fresh decision: annotate it rather than copy it (this runs on every request).
-    const hit = this.store.hit(key, limit) as BudgetHit;
+    const hit = this.store.hit(key, limit, units) as BudgetHit;
     hit.cls = cls;
     hit.windowSeconds = this.config.windowSeconds;
     return hit;

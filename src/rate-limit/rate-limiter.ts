@@ -17,8 +17,8 @@ interface Window {
 }
 
 export interface RateLimitStore {
-  /** Counts one hit of `key` against `limit` in the current window. */
-  hit(key: string, limit: number, nowMs?: number): RateLimitDecision;
+  /** Counts `units` hits of `key` (all or none allowed) against `limit` in the current window. */
+  hit(key: string, limit: number, units?: number, nowMs?: number): RateLimitDecision;
 }
 
 export class MemoryRateLimiter implements RateLimitStore {
@@ -27,7 +27,7 @@ export class MemoryRateLimiter implements RateLimitStore {
 
   constructor(private readonly windowSeconds: number) {}
 
-  hit(key: string, limit: number, nowMs = Date.now()): RateLimitDecision {
+  hit(key: string, limit: number, units = 1, nowMs = Date.now()): RateLimitDecision {
     const now = Math.floor(nowMs / 1000);
     this.sweep(now);
     let window = this.windows.get(key);
@@ -35,7 +35,7 @@ export class MemoryRateLimiter implements RateLimitStore {
       window = { count: 0, resetAt: now + this.windowSeconds };
       this.windows.set(key, window);
     }
-    window.count++;
+    window.count += units;
     return {
       limit,
       remaining: Math.max(0, limit - window.count),

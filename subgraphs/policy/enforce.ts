@@ -46,14 +46,15 @@ function guarded(inner: GraphQLFieldResolver<unknown, GraphQLContext>, policy: F
 
 /**
  * Admits a socket operation once (its context is the operation's own copy):
- * its stricter budgets are spent, and every root field answers the same
- * refusal. MFA enrolment needs no check here: such a caller gets no socket.
+ * it is measured against the caps, its stricter budgets are spent, and every
+ * root field answers the same refusal, before any of them runs. MFA enrolment needs no check here: such a caller gets no socket.
  */
 function admitSocketOperation(ctx: GraphQLContext, info: GraphQLResolveInfo): void {
   if (!ctx.admission) {
     try {
-      const policies = ctx.gate!.policiesOfOperation(info.operation, info.fragments);
-      ctx.gate!.admit(policies, ctx.principal, ctx.meta.ip, { spend: true, enrollment: false });
+      const gate = ctx.gate!;
+      const operation = gate.operation(gate.readOperation(info.operation, info.fragments), info.operation.name?.value, info.variableValues);
+      if (operation) gate.admit(operation, ctx.principal, ctx.meta.ip, { spend: true, enrollment: false });
       ctx.admission = { principal: ctx.principal };
     } catch (refusal) {
       ctx.admission = { refusal };

@@ -1,143 +1,157 @@
-import {
-  Kind,
-  parse,
-  type DocumentNode,
-  type FragmentDefinitionNode,
-  type GraphQLObjectType,
-  type GraphQLSchema,
-  type OperationDefinitionNode,
-  type SelectionSetNode,
-} from 'graphql';
+import { Kind, type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Principal } from '../../src/auth/principal';
-import { Budgets, type BudgetHit } from '../../src/rate-limit/budgets';
+import { AppError } from '../../src/errors/catalog';
+import type { GraphqlLimitsConfig } from '../../src/kernel/config';
+import { Budgets, type BudgetHit, type RateLimitClass } from '../../src/rate-limit/budgets';
 import { enrollmentRequired, type AccessService } from '../../src/domains/identity';
-import { fieldPolicy, type FieldPolicy } from './access';
+import type { FieldPolicy } from './access';
+import { OperationMeter, type MeasuredDocument, type MeasuredOperation, type RootField, type Variables } from './limits';
 
-/** What an operation asks of the policy layer: the policies of every root field it selects. */
-export type OperationPolicies = readonly FieldPolicy[];
+/** What admission needs of an operation: its root fields (each alias one) and whether it introspects. */
+export type AdmittedOperation = Pick<MeasuredOperation, 'rootFields' | 'introspection'>;
 
 /** The budgets an operation spends, for a transport that shows the decision (response headers). */
 export type ShowBudget = (hit: BudgetHit) => void;
 
 /** Documents seen recently, by their text: a client repeats the same few. */
 const MAX_CACHED_DOCUMENTS = 1000;
+/** Longer texts are measured every time rather than kept: the cache must not become the memory an attacker fills. */
+const MAX_CACHED_TEXT = 16 * 1024;
+
+/** An operation of one root field (a REST route runs exactly one). */
+export function singleField(key: string, policy: FieldPolicy): AdmittedOperation {
+  return { rootFields: [{ key, policy }], introspection: false };
+}
 
 /**
- * The per-operation half of the policy layer, one instance per running app:
- * before an operation runs, it spends the stricter budgets its root fields
- * declare and runs a user who owes MFA enrolment as anonymous unless every
- * root field is allowed during enrolment. Each transport calls it at its own
- * "before execution" point; what it decides is the same everywhere.
+ * The per-operation half of the policy layer, one instance per running app.
+ * Before an operation runs, every transport hands it here at its own "before
+ * execution" point, and what is decided is the same everywhere:
+ * - `read`: the document is parsed within the token cap and measured against
+ *   the caps on depth, aliases, root fields and estimated cost
+ *   (./limits.ts); over a cap it is refused with 400 query_too_complex;
+ * - `admit`: each root field spends one unit of its stricter budget (so
+ *   aliases pay for themselves), introspection follows its setting, and a
+ *   user who owes MFA enrolment runs as anonymous unless every root field is
+ *   allowed during enrolment.
  */
 export class OperationGate {
-  private readonly byText = new Map<string, OperationPolicies | null>();
-  private readonly byDocument = new WeakMap<DocumentNode, OperationPolicies>();
-  private readonly byOperation = new WeakMap<OperationDefinitionNode, OperationPolicies>();
+  readonly meter: OperationMeter;
+  private readonly byText = new Map<string, MeasuredDocument | AppError>();
+  private readonly byDocument = new WeakMap<DocumentNode, MeasuredDocument>();
+  private readonly byOperation = new WeakMap<OperationDefinitionNode, MeasuredDocument>();
+  private readonly introspection: GraphqlLimitsConfig['introspection'];
 
   constructor(
-    private readonly schema: GraphQLSchema,
+    schema: GraphQLSchema,
     private readonly access: Pick<AccessService, 'enrollmentPending'>,
     private readonly budgets: Budgets,
-  ) {}
+    limits: GraphqlLimitsConfig,
+  ) {
+    const { introspection, ...caps } = limits;
+    this.meter = new OperationMeter(schema, caps);
+    this.introspection = introspection;
+  }
 
-  /** The policies of a document's operations; null when the text is not GraphQL (the executor answers that). */
-  policiesOfText(query: string): OperationPolicies | null {
-    let policies = this.byText.get(query);
-    if (policies === undefined) {
+  /** A document's text, parsed and measured (remembered by text); throws its refusal (400). */
+  read(text: string): MeasuredDocument {
+    let read = this.byText.get(text);
+    if (read === undefined) {
       try {
-        policies = this.policiesOf(parse(query));
-      } catch {
-        policies = null;
+        read = this.meter.measure(this.meter.parse(text));
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        read = error;
       }
-      if (this.byText.size >= MAX_CACHED_DOCUMENTS) this.byText.clear();
-      this.byText.set(query, policies);
+      if (text.length <= MAX_CACHED_TEXT) {
+        if (this.byText.size >= MAX_CACHED_DOCUMENTS) this.byText.clear();
+        this.byText.set(text, read);
+      }
     }
-    return policies;
+    if (read instanceof AppError) throw read;
+    return read;
   }
 
-  /** The policies of every root field of every operation in the document (fragments followed). */
-  policiesOf(document: DocumentNode): OperationPolicies {
-    let policies = this.byDocument.get(document);
-    if (!policies) {
-      const fragments = fragmentsOf(document.definitions);
-      policies = document.definitions.flatMap((d) => (d.kind === Kind.OPERATION_DEFINITION ? this.operationPolicies(d, fragments) : []));
-      this.byDocument.set(document, policies);
+  /** A document already parsed by the transport (its text is measured when it has one). */
+  readDocument(document: DocumentNode): MeasuredDocument {
+    let read = this.byDocument.get(document);
+    if (!read) {
+      const text = document.loc?.source.body;
+      read = text === undefined ? this.meter.measure(document) : this.read(text);
+      this.byDocument.set(document, read);
     }
-    return policies;
+    return read;
   }
 
-  /** The policies of one operation (what a field sees of its request through `info`). */
-  policiesOfOperation(operation: OperationDefinitionNode, fragments: Record<string, FragmentDefinitionNode>): OperationPolicies {
-    let policies = this.byOperation.get(operation);
-    if (!policies) {
-      policies = this.operationPolicies(operation, new Map(Object.entries(fragments).map(([name, f]) => [name, f.selectionSet])));
-      this.byOperation.set(operation, policies);
+  /** The document of an operation a transport parsed and validated (a socket's), from its text where it has one. */
+  readOperation(operation: OperationDefinitionNode, fragments: Record<string, FragmentDefinitionNode>): MeasuredDocument {
+    const text = operation.loc?.source.body;
+    if (text !== undefined) return this.read(text);
+    let read = this.byOperation.get(operation);
+    if (!read) {
+      read = this.meter.measure({ kind: Kind.DOCUMENT, definitions: [operation, ...Object.values(fragments)] });
+      this.byOperation.set(operation, read);
     }
-    return policies;
+    return read;
   }
 
   /**
-   * Spends the stricter budgets (each class once per operation; throws 429
-   * rate_limited) unless the transport already spent them, and answers the
+   * The operation a request runs (by name, or the only one), its cost checked
+   * with the request's variables; undefined when none can be chosen (the
+   * executor refuses that document without running anything).
+   */
+  operation(read: MeasuredDocument, operationName: string | null | undefined, variables: Variables): MeasuredOperation | undefined {
+    const operation = operationName
+      ? read.operations.find((o) => o.name === operationName)
+      : read.operations.length === 1
+        ? read.operations[0]
+        : undefined;
+    if (operation) this.meter.checkOperationCost(read, operation, variables);
+    return operation;
+  }
+
+  /**
+   * Spends the stricter budgets, one unit per root field of their class
+   * (throws 429 rate_limited; a transport that spent them already passes
+   * `spend: false`), applies the introspection setting, and answers the
    * principal the operation runs as.
    */
   admit(
-    policies: OperationPolicies,
+    operation: AdmittedOperation,
     principal: Principal,
     ip: string,
     options: { spend: boolean; enrollment: boolean; show?: ShowBudget },
   ): Principal | Promise<Principal> {
-    if (options.spend) {
-      let spent: string | undefined;
-      for (const policy of policies) {
-        if (!policy.rateLimit || policy.rateLimit === spent) continue;
-        spent = policy.rateLimit;
-        const hit = this.budgets.hit(policy.rateLimit, principal, ip);
-        options.show?.(hit);
-        if (!hit.allowed) throw Budgets.refusal(hit);
-      }
+    if (options.spend) this.spend(operation.rootFields, principal, ip, options.show);
+    if (operation.introspection) this.admitIntrospection(principal);
+    if (!options.enrollment || principal.kind !== 'user' || operation.rootFields.every((f) => f.policy?.duringMfaEnrollment)) {
+      return principal;
     }
-    if (!options.enrollment || principal.kind !== 'user' || policies.every((p) => p.duringMfaEnrollment)) return principal;
     const pending = this.access.enrollmentPending(principal);
     if (typeof pending === 'boolean') return pending ? enrollmentRefused() : principal;
     return pending.then((owed) => (owed ? enrollmentRefused() : principal));
   }
 
-  private operationPolicies(operation: OperationDefinitionNode, fragments: Map<string, SelectionSetNode>): FieldPolicy[] {
-    const root = this.rootType(operation);
-    const policies: FieldPolicy[] = [];
-    const seen = new Set<string>();
-    const walk = (set: SelectionSetNode) => {
-      for (const selection of set.selections) {
-        if (selection.kind === Kind.FIELD) {
-          const policy = root && root.getFields()[selection.name.value] && fieldPolicy(root.getFields()[selection.name.value]!);
-          // Introspection fields (__typename, __schema) and unknown fields (the validator refuses them) declare none.
-          if (policy) policies.push(policy);
-        } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-          walk(selection.selectionSet);
-        } else if (!seen.has(selection.name.value)) {
-          seen.add(selection.name.value);
-          const fragment = fragments.get(selection.name.value);
-          if (fragment) walk(fragment);
-        }
-      }
-    };
-    walk(operation.selectionSet);
-    // Grouped by class, so each stricter budget is spent once per operation.
-    return policies.sort((a, b) => (a.rateLimit ?? '').localeCompare(b.rateLimit ?? ''));
+  private spend(fields: readonly RootField[], principal: Principal, ip: string, show: ShowBudget | undefined): void {
+    let units: Map<RateLimitClass, number> | undefined;
+    for (const field of fields) {
+      const cls = field.policy?.rateLimit;
+      if (cls) (units ??= new Map()).set(cls, (units.get(cls) ?? 0) + 1);
+    }
+    if (!units) return;
+    for (const [cls, count] of units) {
+      const hit = this.budgets.hit(cls, principal, ip, count);
+      show?.(hit);
+      if (!hit.allowed) throw Budgets.refusal(hit);
+    }
   }
 
-  private rootType(operation: OperationDefinitionNode): GraphQLObjectType | null | undefined {
-    if (operation.operation === 'query') return this.schema.getQueryType();
-    if (operation.operation === 'mutation') return this.schema.getMutationType();
-    return this.schema.getSubscriptionType();
+  private admitIntrospection(principal: Principal): void {
+    if (this.introspection === 'off') throw new AppError('introspection_disabled', 'Introspection is turned off on this server');
+    if (this.introspection === 'authenticated' && principal.kind === 'anonymous') {
+      throw principal.credentialError ?? new AppError('unauthenticated', 'Introspection needs a Bearer credential');
+    }
   }
-}
-
-function fragmentsOf(definitions: DocumentNode['definitions']): Map<string, SelectionSetNode> {
-  const fragments = new Map<string, SelectionSetNode>();
-  for (const d of definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d.selectionSet);
-  return fragments;
 }
 
 function enrollmentRefused(): Principal {
