@@ -61,7 +61,13 @@ function atrium(dataDir: string, ...args: string[]): Promise<{ code: number; std
       process.execPath,
       [CLI, ...args],
       { env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, timeout: 30_000 },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+      // A process killed by a signal has no exit code: say which signal, so a failure says why.
+      (error, stdout, stderr) =>
+        resolve({
+          code: error ? (typeof error.code === 'number' ? error.code : -1) : 0,
+          stdout,
+          stderr: error && typeof error.code !== 'number' ? `${stderr}(ended by ${error.signal ?? error.code ?? error.message})` : stderr,
+        }),
     );
   });
 }
