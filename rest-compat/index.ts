@@ -124,8 +124,11 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       return (request: FastifyRequest, reply: FastifyReply) => {
         if (measured instanceof AppError) throw measured;
         const variables = mapping.variables(request);
-        if (measured.operations[0]!.costUsesVariables) app.gate.operation(measured, null, variables);
-        const context = createContext(app.resolvers, request.principal, request.meta, replyTransport(reply, secureCookies));
+        const measuredOperation = measured.operations[0]!;
+        const cost = measuredOperation.costUsesVariables ? app.gate.operation(measured, null, variables)!.cost : measuredOperation.cost;
+        // A long page takes its turn with every other heavier operation; a profile read never waits.
+        const run = app.gate.scheduler.schedule(cost);
+        const context = createContext(app.resolvers, request.principal, request.meta, replyTransport(reply, secureCookies), run);
         const result = operation.query(undefined, context, variables);
         return isPromise(result) ? result.then((settled) => finish(request, reply, settled)) : finish(request, reply, result);
       };

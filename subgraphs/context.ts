@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 import type { Principal, RequestMeta } from '../src/auth/principal';
 import type { OperationGate } from './policy/gate';
+import type { ScheduledRun } from './policy/scheduler';
 
 /** What a transport can do for a resolver beyond returning data. */
 export interface TransportHooks {
@@ -67,6 +68,8 @@ export interface GraphQLContext {
   gate?: OperationGate;
   /** The outcome of that admission, once per operation. */
   admission?: { principal: Principal } | { refusal: unknown };
+  /** A heavier operation's turn (policy/scheduler.ts): its root fields run one after another. */
+  run?: ScheduledRun;
 }
 
 export function createContext(
@@ -74,8 +77,9 @@ export function createContext(
   principal: Principal,
   meta: RequestMeta,
   transport?: TransportHooks,
+  run?: ScheduledRun,
 ): GraphQLContext {
-  return { principal, meta, loaders: new Loaders(), container, transport };
+  return { principal, meta, loaders: new Loaders(), container, transport, run };
 }
 
 /**

@@ -132,6 +132,7 @@ export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOp
               show: (hit) => hits.push(hit),
             });
             contextValue.principal = admitted;
+            if (operation.kind !== 'subscription') contextValue.run = gate.scheduler.schedule(operation.cost);
           } catch (error) {
             throw httpError(error);
           }

@@ -32,6 +32,7 @@ export const kernelErrors = {
   validation_error: { status: 422, title: 'Validation error' },
   rate_limited: { status: 429, title: 'Too many requests' },
   internal_error: { status: 500, title: 'Internal server error' },
+  server_busy: { status: 503, title: 'Server busy' },
 } as const satisfies Record<string, ErrorEntry>;
 
 /**

@@ -12,6 +12,7 @@ import { toGraphQLError } from '../../subgraphs/errors';
 import type { Supergraph } from '../../subgraphs/supergraph';
 import { OperationGate } from '../../subgraphs/policy/gate';
 import type { Variables } from '../../subgraphs/policy/limits';
+import type { ScheduledRun } from '../../subgraphs/policy/scheduler';
 import type { BudgetHit } from '../rate-limit/budgets';
 import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
 import { setRateLimitHeaders } from './rate-limit';
@@ -151,6 +152,8 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
               throw new AppError('bad_request', 'A subscription needs a WebSocket (graphql-transport-ws) on /graphql, not an HTTP request');
             }
             admitted = gate.admit(operation, principal, request.ip, { spend: true, enrollment: true, show });
+            // Batches are refused by mercurius: one operation per request, one turn.
+            request.graphqlRun = gate.scheduler.schedule(operation.cost);
           } catch (error) {
             return done(error as Error);
           }
@@ -178,7 +181,7 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       graphql: { parseOptions: { maxTokens: app.config.graphql.maxTokens } },
       routes: true,
       context: (request: FastifyRequest, reply: FastifyReply): GraphQLContext =>
-        createContext(container, request.principal, request.meta, replyTransport(reply, secureCookies)),
+        createContext(container, request.principal, request.meta, replyTransport(reply, secureCookies), request.graphqlRun),
       subscription: {
         // Queries and mutations work over the socket too, not only subscriptions.
         fullWsTransport: true,
@@ -261,6 +264,10 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
 );
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** The turn of a heavier GraphQL operation (subgraphs/policy/scheduler.ts); unset for light ones. */
+    graphqlRun?: ScheduledRun;
+  }
   interface FastifyInstance {
     /** The policy layer's per-operation gate (GraphQL over HTTP and the REST adapter). */
     gate: OperationGate;

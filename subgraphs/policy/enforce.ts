@@ -40,7 +40,7 @@ function guarded(inner: GraphQLFieldResolver<unknown, GraphQLContext>, policy: F
     if (policy.auth === 'authenticated' && ctx.principal.kind === 'anonymous') {
       throw ctx.principal.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
     }
-    return inner(source, args, ctx, info);
+    return ctx.run ? ctx.run.run(() => inner(source, args, ctx, info)) : inner(source, args, ctx, info);
   };
 }
 
@@ -54,7 +54,11 @@ function admitSocketOperation(ctx: GraphQLContext, info: GraphQLResolveInfo): vo
     try {
       const gate = ctx.gate!;
       const operation = gate.operation(gate.readOperation(info.operation, info.fragments), info.operation.name?.value, info.variableValues);
-      if (operation) gate.admit(operation, ctx.principal, ctx.meta.ip, { spend: true, enrollment: false });
+      if (operation) {
+        gate.admit(operation, ctx.principal, ctx.meta.ip, { spend: true, enrollment: false });
+        // A subscription's work is per event, not up front: it is not scheduled.
+        if (operation.kind !== 'subscription') ctx.run = gate.scheduler.schedule(operation.cost);
+      }
       ctx.admission = { principal: ctx.principal };
     } catch (refusal) {
       ctx.admission = { refusal };

@@ -5,6 +5,7 @@ import type { GraphqlLimitsConfig } from '../../src/kernel/config';
 import { Budgets, type BudgetHit, type RateLimitClass } from '../../src/rate-limit/budgets';
 import { enrollmentRequired, type AccessService } from '../../src/domains/identity';
 import type { FieldPolicy } from './access';
+import { OperationScheduler } from './scheduler';
 import { OperationMeter, type MeasuredDocument, type MeasuredOperation, type RootField, type Variables } from './limits';
 
 /** What admission needs of an operation: its root fields (each alias one) and whether it introspects. */
@@ -37,6 +38,8 @@ export function singleField(key: string, policy: FieldPolicy): AdmittedOperation
  */
 export class OperationGate {
   readonly meter: OperationMeter;
+  /** Heavier operations take turns, so lighter ones keep being answered (./scheduler.ts). */
+  readonly scheduler: OperationScheduler;
   private readonly byText = new Map<string, MeasuredDocument | AppError>();
   private readonly byDocument = new WeakMap<DocumentNode, MeasuredDocument>();
   private readonly byOperation = new WeakMap<OperationDefinitionNode, MeasuredDocument>();
@@ -50,6 +53,7 @@ export class OperationGate {
   ) {
     const { introspection, ...caps } = limits;
     this.meter = new OperationMeter(schema, caps);
+    this.scheduler = new OperationScheduler(caps.maxCost);
     this.introspection = introspection;
   }
 
@@ -96,9 +100,9 @@ export class OperationGate {
   }
 
   /**
-   * The operation a request runs (by name, or the only one), its cost checked
-   * with the request's variables; undefined when none can be chosen (the
-   * executor refuses that document without running anything).
+   * The operation a request runs (by name, or the only one), its cost
+   * counted and checked with the request's variables; undefined when none can
+   * be chosen (the executor refuses that document without running anything).
    */
   operation(read: MeasuredDocument, operationName: string | null | undefined, variables: Variables): MeasuredOperation | undefined {
     const operation = operationName
@@ -106,8 +110,9 @@ export class OperationGate {
       : read.operations.length === 1
         ? read.operations[0]
         : undefined;
-    if (operation) this.meter.checkOperationCost(read, operation, variables);
-    return operation;
+    if (!operation) return undefined;
+    const cost = this.meter.costWith(read, operation, variables);
+    return cost === operation.cost ? operation : { ...operation, cost };
   }
 
   /**
