@@ -11,7 +11,7 @@ import { apiVersionPlugin, serviceHeadersPlugin } from './host/api-version';
 import { unitOfWorkPlugin } from './host/unit-of-work';
 import { principalPlugin } from './host/principal';
 import { rateLimitPlugin } from './host/rate-limit';
-import { errorsPlugin } from './host/errors';
+import { clientErrorHandler, errorsPlugin, frameworkErrors, MAX_PARAM_LENGTH } from './host/errors';
 import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
 import { lazyChildLogger } from './host/lazy-logger';
@@ -53,7 +53,11 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     bodyLimit: config.bodyLimitBytes,
     requestIdHeader: false,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // What fails before routing (a path that does not decode, an over-long parameter) or
+    // in node's HTTP parser (oversize or invalid head) is a problem too.
+    frameworkErrors,
+    clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompilers());
   app.decorate('config', config);

@@ -24,11 +24,14 @@ export const kernelErrors = {
   csrf_rejected: { status: 403, title: 'Cross-site request rejected' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
+  request_timeout: { status: 408, title: 'Request timeout' },
   conflict: { status: 409, title: 'Conflict' },
   payload_too_large: { status: 413, title: 'Payload too large' },
+  uri_too_long: { status: 414, title: 'URI too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   validation_error: { status: 422, title: 'Validation error' },
   rate_limited: { status: 429, title: 'Too many requests' },
+  request_header_fields_too_large: { status: 431, title: 'Request header fields too large' },
   internal_error: { status: 500, title: 'Internal server error' },
 } as const satisfies Record<string, ErrorEntry>;
 
