@@ -12,6 +12,7 @@ import { unitOfWorkPlugin } from './host/unit-of-work';
 import { principalPlugin } from './host/principal';
 import { rateLimitPlugin } from './host/rate-limit';
 import { clientErrorHandler, errorsPlugin, frameworkErrors, MAX_PARAM_LENGTH } from './host/errors';
+import { jsonBodyPlugin } from './host/json-body';
 import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
 import { lazyChildLogger } from './host/lazy-logger';
@@ -78,6 +79,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
 
   await app.register(serviceHeadersPlugin);
   await app.register(errorsPlugin);
+  await app.register(jsonBodyPlugin);
   // Closed by default: without configured origins the plugin is not even registered
   // (it would run on every request only to add nothing).
   if (config.corsOrigins.length) {

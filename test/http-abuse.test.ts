@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { build } from './helper';
+import { bearer, build, login, seedOwner } from './helper';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PROBLEM_MEMBERS = ['type', 'title', 'status', 'detail', 'instance', 'request_id', 'code'];
@@ -125,6 +125,78 @@ test('body errors are problems: 413 too large, 415 media type, empty JSON, inval
     const res = await app.inject(request);
     assert.equal(res.statusCode, status, `${name}: ${res.body}`);
     assertProblem(res, status, code);
+  }
+});
+
+// --- JSON bodies are UTF-8 ---
+
+test('a JSON body with a UTF-8 byte order mark is a 400 malformed_json problem', async (t) => {
+  const app = await build(t);
+  const res = await app.inject(loginWith(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(LOGIN)]), 'application/json'));
+  const body = assertProblem(res, 400, 'malformed_json');
+  assert.match(body.detail, /byte order mark/);
+});
+
+test('a JSON body that is not valid UTF-8 is a 400 malformed_json problem, never replaced by U+FFFD', async (t) => {
+  const app = await build(t);
+  for (const bytes of [[0xff], [0xc3], [0xed, 0xa0, 0x80], [0xc0, 0xaf]]) {
+    const payload = Buffer.concat([Buffer.from('{"email":"a'), Buffer.from(bytes), Buffer.from('@example.com","password":"not-the-password"}')]);
+    const res = await app.inject(loginWith(payload, 'application/json'));
+    const body = assertProblem(res, 400, 'malformed_json');
+    assert.match(body.detail, /UTF-8/);
+  }
+});
+
+test('a JSON body declared in a charset other than UTF-8 is a 415 unsupported_media_type problem', async (t) => {
+  const app = await build(t);
+  for (const contentType of ['application/json; charset=utf-16', 'application/json;charset=UTF-16LE', 'application/json; charset=iso-8859-1', 'application/json; charset="utf-32"', 'application/json; charset=utf-8; charset=latin1']) {
+    const res = await app.inject(loginWith(LOGIN, contentType));
+    assertProblem(res, 415, 'unsupported_media_type');
+  }
+});
+
+test('UTF-8 JSON is parsed whatever the spelling of its charset, multi-byte characters intact', async (t) => {
+  const app = await build(t);
+  for (const contentType of ['application/json', 'application/json; charset=utf-8', 'Application/JSON;Charset="UTF-8"', 'application/json; charset=utf8']) {
+    // Reaching the service: a wrong password, not a parse error.
+    const res = await app.inject(loginWith(LOGIN, contentType));
+    assertProblem(res, 401, 'invalid_credentials');
+  }
+  const owner = await seedOwner(app);
+  const { access_token } = await login(app, owner.email);
+  const name = 'Zoë 日本 🚀';
+  const res = await app.inject({ method: 'PATCH', url: '/v1/me/profile', headers: { ...bearer(access_token), 'content-type': 'application/json' }, payload: Buffer.from(JSON.stringify({ name })) });
+  assert.equal(res.statusCode, 200, res.body);
+  assert.equal(res.json().name, name);
+});
+
+test('prototype poisoning in a JSON body is still refused: __proto__ and constructor.prototype are 400 malformed_json', async (t) => {
+  const app = await build(t);
+  for (const payload of ['{"email":"a@example.com","password":"x","__proto__":{"admin":true}}', '{"email":"a@example.com","password":"x","constructor":{"prototype":{"admin":true}}}']) {
+    assertProblem(await app.inject(loginWith(payload, 'application/json')), 400, 'malformed_json');
+  }
+});
+
+test('POST /graphql goes through the same JSON parser: UTF-8 works, a BOM, bad UTF-8 or UTF-16 is refused with its code', async (t) => {
+  const app = await build(t);
+  const query = JSON.stringify({ query: '{ health { status } }' });
+  for (const contentType of ['application/json', 'application/json; charset=utf-8']) {
+    const ok = await app.inject({ method: 'POST', url: '/graphql', headers: { 'content-type': contentType }, payload: query });
+    assert.equal(ok.statusCode, 200, ok.body);
+    assert.equal(ok.json().data.health.status, 'ok');
+  }
+  const graphqlBody = await app.inject({ method: 'POST', url: '/graphql', headers: { 'content-type': 'application/graphql' }, payload: '{ health { status } }' });
+  assert.equal(graphqlBody.json().data.health.status, 'ok');
+  const refusals: [Buffer | string, string, number, string][] = [
+    [Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(query)]), 'application/json', 400, 'malformed_json'],
+    [Buffer.from('{"query":"{ health { status } }\xff"}', 'latin1'), 'application/json', 400, 'malformed_json'],
+    [query, 'application/json; charset=utf-16', 415, 'unsupported_media_type'],
+  ];
+  for (const [payload, contentType, status, code] of refusals) {
+    const res = await app.inject({ method: 'POST', url: '/graphql', headers: { 'content-type': contentType }, payload });
+    assert.equal(res.statusCode, status, res.body);
+    assert.equal(res.json().errors[0].extensions.code, code);
+    assert.equal(res.json().data, null);
   }
 });
 
