@@ -1,8 +1,6 @@
 import 'reflect-metadata';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import cors from '@fastify/cors';
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import { loadConfig, type Config } from './config';
 import { requestIdFrom } from './request-id';
 import { boot } from './boot';
@@ -13,6 +11,7 @@ import { principalPlugin } from './host/principal';
 import { rateLimitPlugin } from './host/rate-limit';
 import { clientErrorHandler, errorsPlugin, frameworkErrors, MAX_PARAM_LENGTH } from './host/errors';
 import { jsonBodyPlugin } from './host/json-body';
+import { validatorCompiler } from './host/validation';
 import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
 import { lazyChildLogger } from './host/lazy-logger';
@@ -27,15 +26,6 @@ export interface BuildOptions {
   env?: Record<string, string | undefined>;
   /** Pino options; defaults to JSON logs at config.logLevel on stdout. */
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
-}
-
-/** A body may not be coerced (a string stays a string); query and path values may. */
-function validatorCompilers() {
-  const common = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false } as const;
-  const strict = addFormats(new Ajv({ ...common, coerceTypes: false }));
-  const coercing = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'body' ? strict : coercing).compile(schema);
 }
 
 /** Builds the whole app without listening; main.ts listens, tests inject. */
@@ -60,7 +50,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     frameworkErrors,
     clientErrorHandler,
   });
-  app.setValidatorCompiler(validatorCompilers());
+  app.setValidatorCompiler(validatorCompiler());
   app.decorate('config', config);
   app.decorate('kernel', atrium.kernel);
   app.decorate('domains', atrium.domains);

@@ -200,6 +200,65 @@ test('POST /graphql goes through the same JSON parser: UTF-8 works, a BOM, bad U
   }
 });
 
+// --- Integers are written as integers ---
+
+test('an integer query value must be decimal digits: 1e3, 1.0, 0x10, " 5", "5 ", +5 are 422 at [query, page]', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token } = await login(app, owner.email);
+  for (const page of ['1e3', '1.0', '0x10', '%205', '5%20', '%2B5', '1_000', 'Infinity', '']) {
+    const res = await app.inject({ url: `/v1/admin/users?page=${page}`, headers: bearer(access_token) });
+    const body = assertProblem(res, 422, 'validation_error');
+    assert.deepEqual(body.errors.map((e: { loc: unknown[]; type: string }) => [e.loc, e.type]), [[['query', 'page'], 'integer_type']], `page=${page}: ${res.body}`);
+  }
+  // Every failed check is still listed.
+  const both = await app.inject({ url: '/v1/admin/users?page=1e3&per_page=1000', headers: bearer(access_token) });
+  const locs = assertProblem(both, 422, 'validation_error').errors.map((e: { loc: string[] }) => e.loc.join('.')).sort();
+  assert.deepEqual(locs, ['query.page', 'query.per_page']);
+  // Digits pass, and a negative is refused by the bound, not the form.
+  const fine = await app.inject({ url: '/v1/admin/users?page=1&per_page=010', headers: bearer(access_token) });
+  assert.equal(fine.statusCode, 200, fine.body);
+  assert.equal(fine.json().per_page, 10);
+  assertProblem(await app.inject({ url: '/v1/admin/users?page=-1', headers: bearer(access_token) }), 422, 'validation_error');
+  // Another route, another integer: the rule is the validator's, not the route's.
+  const usage = await app.inject({ url: `/v1/admin/users/${owner.userId}/usage?days=3e1`, headers: bearer(access_token) });
+  assert.equal(assertProblem(usage, 422, 'validation_error').errors[0].loc.join('.'), 'query.days');
+  assert.equal((await app.inject({ url: `/v1/admin/users/${owner.userId}/usage?days=30`, headers: bearer(access_token) })).statusCode, 200);
+});
+
+test('an integer beyond 32 bits in the query is a client error, never a 500', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token } = await login(app, owner.email);
+  const res = await app.inject({ url: '/v1/admin/users?page=99999999999999999999', headers: bearer(access_token) });
+  assert.ok(res.statusCode >= 400 && res.statusCode < 500, res.body);
+  assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
+});
+
+test('integer path and query members of any route take digits only; a - only where the schema admits negatives', async (t) => {
+  const app = await build(t);
+  app.get(
+    '/numbers/:n',
+    {
+      config: { auth: 'public' },
+      schema: {
+        params: { type: 'object', properties: { n: { type: 'integer' } } },
+        querystring: { type: 'object', properties: { m: { type: 'integer', minimum: 0 }, list: { type: 'array', items: { type: 'integer' } } } },
+      },
+    },
+    async (request) => ({ params: request.params, query: request.query }),
+  );
+  const ok = await app.inject({ url: '/numbers/-12?m=7&list=1&list=-2' });
+  assert.equal(ok.statusCode, 200, ok.body);
+  assert.deepEqual(ok.json(), { params: { n: -12 }, query: { m: 7, list: [1, -2] } });
+  const badPath = await app.inject({ url: '/numbers/1e3' });
+  assert.deepEqual(assertProblem(badPath, 422, 'validation_error').errors[0].loc, ['path', 'n']);
+  const negative = await app.inject({ url: '/numbers/1?m=-0' });
+  assert.deepEqual(assertProblem(negative, 422, 'validation_error').errors[0].loc, ['query', 'm']);
+  const inList = await app.inject({ url: '/numbers/1?list=1&list=0x2' });
+  assert.deepEqual(assertProblem(inList, 422, 'validation_error').errors[0].loc, ['query', 'list']);
+});
+
 // --- Refusals of node's HTTP parser, on a real socket ---
 
 interface RawAnswer {
