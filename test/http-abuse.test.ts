@@ -1,8 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { randomUUID } from 'node:crypto';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { bearer, build, login, seedOwner } from './helper';
+import { call, cast, gql } from './admin-helper';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PROBLEM_MEMBERS = ['type', 'title', 'status', 'detail', 'instance', 'request_id', 'code'];
@@ -257,6 +259,44 @@ test('integer path and query members of any route take digits only; a - only whe
   assert.deepEqual(assertProblem(negative, 422, 'validation_error').errors[0].loc, ['query', 'm']);
   const inList = await app.inject({ url: '/numbers/1?list=1&list=0x2' });
   assert.deepEqual(assertProblem(inList, 422, 'validation_error').errors[0].loc, ['query', 'list']);
+});
+
+// --- One rule for a superadmin's unknown company_id ---
+
+test('a superadmin company_id naming no company is 404 not_found on /admin/overview, REST and GraphQL', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const unknown = randomUUID();
+  assertProblem(await call(app, c.tokens.superadmin, 'GET', `/v1/admin/overview?company_id=${unknown}`), 404, 'not_found');
+  const viaGraphql = await gql(app, c.tokens.superadmin, 'query ($id: ID) { adminOverview(companyId: $id) { companyId } }', { id: unknown });
+  assert.equal(viaGraphql.errors?.[0]?.extensions.code, 'not_found');
+  // An existing company is what the superadmin sees; without company_id, their own.
+  const other = await call(app, c.tokens.superadmin, 'GET', `/api/v1/admin/overview?company_id=${c.b.companyId}`);
+  assert.equal(other.statusCode, 200, other.body);
+  assert.equal(other.json().company_id, c.b.companyId);
+  assert.equal(other.json().users.total, 1);
+  const own = await gql(app, c.tokens.superadmin, '{ adminOverview { companyId } }');
+  assert.deepEqual(own.data?.adminOverview, { companyId: c.platformCompanyId });
+  // Anyone else naming another company is refused as on the other settings routes; their own id is fine.
+  assertProblem(await call(app, c.tokens.ownerA, 'GET', `/v1/admin/overview?company_id=${c.b.companyId}`), 403, 'forbidden');
+  assert.equal((await call(app, c.tokens.ownerA, 'GET', `/v1/admin/overview?company_id=${c.a.companyId}`)).json().company_id, c.a.companyId);
+  assertProblem(await call(app, c.tokens.ownerA, 'GET', '/v1/admin/overview?company_id=not-a-uuid'), 422, 'validation_error');
+});
+
+test('a superadmin company_id naming no company is 404 not_found on /admin/users and the settings routes, REST and GraphQL', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const unknown = randomUUID();
+  for (const url of ['/v1/admin/users', '/v1/admin/security/policy', '/v1/admin/security/sessions', '/v1/admin/connectors']) {
+    assertProblem(await call(app, c.tokens.superadmin, 'GET', `${url}?company_id=${unknown}`), 404, 'not_found');
+  }
+  for (const field of ['adminUsers(companyId: $id) { total }', 'securityPolicy(companyId: $id) { companyId }', 'connectors(companyId: $id) { name }']) {
+    const res = await gql(app, c.tokens.superadmin, `query ($id: ID) { ${field} }`, { id: unknown });
+    assert.equal(res.errors?.[0]?.extensions.code, 'not_found', field);
+  }
+  // An existing company still narrows the list.
+  const onlyB = await call(app, c.tokens.superadmin, 'GET', `/v1/admin/users?company_id=${c.b.companyId}`);
+  assert.equal(onlyB.json().total, 1);
 });
 
 // --- Refusals of node's HTTP parser, on a real socket ---
