@@ -1,8 +1,6 @@
 import 'reflect-metadata';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import cors from '@fastify/cors';
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import { loadConfig, type Config } from './config';
 import { requestIdFrom } from './request-id';
 import { boot } from './boot';
@@ -11,7 +9,9 @@ import { apiVersionPlugin, serviceHeadersPlugin } from './host/api-version';
 import { unitOfWorkPlugin } from './host/unit-of-work';
 import { principalPlugin } from './host/principal';
 import { rateLimitPlugin } from './host/rate-limit';
-import { errorsPlugin } from './host/errors';
+import { clientErrorHandler, errorsPlugin, frameworkErrors, MAX_PARAM_LENGTH } from './host/errors';
+import { jsonBodyPlugin } from './host/json-body';
+import { validatorCompiler } from './host/validation';
 import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
 import { lazyChildLogger } from './host/lazy-logger';
@@ -26,15 +26,6 @@ export interface BuildOptions {
   env?: Record<string, string | undefined>;
   /** Pino options; defaults to JSON logs at config.logLevel on stdout. */
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
-}
-
-/** A body may not be coerced (a string stays a string); query and path values may. */
-function validatorCompilers() {
-  const common = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false } as const;
-  const strict = addFormats(new Ajv({ ...common, coerceTypes: false }));
-  const coercing = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'body' ? strict : coercing).compile(schema);
 }
 
 /** Builds the whole app without listening; main.ts listens, tests inject. */
@@ -53,9 +44,13 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     bodyLimit: config.bodyLimitBytes,
     requestIdHeader: false,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // What fails before routing (a path that does not decode, an over-long parameter) or
+    // in node's HTTP parser (oversize or invalid head) is a problem too.
+    frameworkErrors,
+    clientErrorHandler,
   });
-  app.setValidatorCompiler(validatorCompilers());
+  app.setValidatorCompiler(validatorCompiler());
   app.decorate('config', config);
   app.decorate('kernel', atrium.kernel);
   app.decorate('domains', atrium.domains);
@@ -74,6 +69,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
 
   await app.register(serviceHeadersPlugin);
   await app.register(errorsPlugin);
+  await app.register(jsonBodyPlugin);
   // Closed by default: without configured origins the plugin is not even registered
   // (it would run on every request only to add nothing).
   if (config.corsOrigins.length) {

@@ -1,5 +1,6 @@
 import { body, path, query, type RestRoute } from '../route';
 import { pageArgs } from '../pagination';
+import { actingCompany } from '../schemas';
 
 const company = { id: path('company_id', { format: 'uuid' }) };
 const ACCESS =
@@ -16,11 +17,13 @@ export const adminCompanyRoutes: RestRoute[] = [
     description:
       "The administration dashboard of the caller's company: users by status and role, pending (unexpired) " +
       'invitations, active sessions, active API keys, and the last 10 security events (audited actions starting ' +
-      'with auth., mfa., session. or api_key.), newest first. Owners, admins and the company API keys; a member gets 403.',
+      'with auth., mfa., session. or api_key.), newest first. Owners, admins and the company API keys; a member gets 403. ' +
+      'A superadmin may name any company with company_id; an unknown one is 404, another company for anyone else 403.',
     tag: 'Administration',
     status: 200,
-    problems: { 403: 'The caller is not an owner or admin of the company' },
+    problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such company (superadmin)' },
     field: 'adminOverview',
+    args: { companyId: actingCompany() },
   },
   {
     method: 'GET',

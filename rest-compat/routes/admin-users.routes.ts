@@ -32,10 +32,10 @@ export const adminUserRoutes: RestRoute[] = [
       "Users of the caller's company, paged (a Link header gives first, prev, next and last). q matches email or name " +
       `(contains, case-insensitive); role and status filter; sort is one of ${ADMIN_USER_SORTS.join(', ')} ` +
       '(default created_at, ascending), prefixed with - for descending. A superadmin sees every company, or one with ' +
-      `company_id (for anyone else another company's id answers 404). ${WHO}`,
+      `company_id (an unknown one answers 404; for anyone else another company's id answers 404). ${WHO}`,
     tag: 'Administration',
     status: 200,
-    problems: { 403: PROBLEMS[403], 404: 'company_id of another company' },
+    problems: { 403: PROBLEMS[403], 404: 'company_id of another company, or no such company (superadmin)' },
     field: 'adminUsers',
     args: {
       q: query('q', { maxLength: 320, description: 'Email or name contains (case-insensitive)' }),

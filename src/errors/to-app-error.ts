@@ -64,6 +64,8 @@ export function toAppError(error: unknown): AppError {
       return new AppError('payload_too_large', 'The request body is larger than the server accepts');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('malformed_json', 'The body is empty but Content-Type says JSON');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('malformed_json', 'The body is not valid JSON');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('bad_request', 'Content-Length does not match the body');
   }

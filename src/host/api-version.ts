@@ -1,28 +1,38 @@
 import fp from 'fastify-plugin';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors/catalog';
 import { CURRENT_API_VERSION, SUPPORTED_API_VERSIONS } from '../version';
 import { apiSecurityHeaders } from './security-headers';
 
 const supported = new Set<string>(SUPPORTED_API_VERSIONS);
 
+/** The headers every response carries whatever it answers: X-Service-Version and the security headers (computed once). */
+export const fixedResponseHeaders: Readonly<Record<string, string>> = Object.freeze({
+  'x-service-version': CURRENT_API_VERSION,
+  ...apiSecurityHeaders(),
+});
+
+/** Puts the fixed headers and X-Request-Id on the reply and reads the version the client pins. */
+export function stampResponse(request: FastifyRequest, reply: FastifyReply): void {
+  reply.headers(fixedResponseHeaders);
+  reply.header('x-request-id', request.id);
+  const pinned = request.headers['x-service-api-version'];
+  if (pinned !== undefined) {
+    const value = (Array.isArray(pinned) ? pinned[0] : pinned)?.trim();
+    if (value !== undefined && supported.has(value)) request.apiVersion = value;
+  }
+}
+
 /**
  * The headers of every response: X-Service-Version, X-Request-Id and the
- * security headers (computed once at start-up), and the version a client pins
- * with X-Service-API-Version. Registered before every other plugin so even
- * replies sent early (CORS preflights, 429s) carry the headers and the pinned
- * error format.
+ * security headers, and the version a client pins with X-Service-API-Version.
+ * Registered before every other plugin so even replies sent early (CORS
+ * preflights, 429s) carry the headers and the pinned error format.
  */
 export const serviceHeadersPlugin = fp(
   async (app) => {
-    const fixed = { 'x-service-version': CURRENT_API_VERSION, ...apiSecurityHeaders() };
     app.addHook('onRequest', (request, reply, done) => {
-      reply.headers(fixed);
-      reply.header('x-request-id', request.id);
-      const pinned = request.headers['x-service-api-version'];
-      if (pinned !== undefined) {
-        const value = (Array.isArray(pinned) ? pinned[0] : pinned)?.trim();
-        if (value !== undefined && supported.has(value)) request.apiVersion = value;
-      }
+      stampResponse(request, reply);
       done();
     });
   },

@@ -13,13 +13,23 @@ export interface ProblemBody {
   [member: string]: unknown;
 }
 
+/** The longest request path a problem echoes: the path is the client's input, up to the header limit (16 KB). */
+export const MAX_ECHOED_PATH = 256;
+
+/** The path of a request URL, without its query, cut at MAX_ECHOED_PATH characters. */
+export function echoedPath(url: string): string {
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return path.length <= MAX_ECHOED_PATH ? path : `${path.slice(0, MAX_ECHOED_PATH)}…`;
+}
+
 export function problemBody(error: AppError, request: FastifyRequest, docsUrl: string): ProblemBody {
   return {
     type: `${docsUrl}/errors/${error.code}`,
     title: error.title,
     status: error.status,
     detail: error.message,
-    instance: request.url.split('?')[0]!,
+    instance: echoedPath(request.url),
     request_id: String(request.id),
     code: error.code,
     ...error.extra,

@@ -76,7 +76,7 @@ export class UserCountsType {
   byRole!: UserRoleCountsType;
 }
 
-@ObjectType('AdminOverview', { description: "Counts of the caller's company for the administration dashboard" })
+@ObjectType('AdminOverview', { description: 'Counts of one company for the administration dashboard' })
 export class AdminOverviewType {
   @Rest({ format: 'uuid' })
   @Field(() => ID)
@@ -156,8 +156,13 @@ export class CompanyAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
-  @Query(() => AdminOverviewType, { description: "Counts of the caller's company: users, invitations, sessions, keys, security events" })
-  adminOverview(@Ctx() ctx: GraphQLContext) {
-    return this.companies.overview(ctx.principal);
+  @Query(() => AdminOverviewType, {
+    description: "Counts of the caller's company (a superadmin: of companyId): users, invitations, sessions, keys, security events",
+  })
+  adminOverview(
+    @Ctx() ctx: GraphQLContext,
+    @Arg('companyId', () => ID, { nullable: true, description: 'Superadmins only; an unknown company is not_found' }) companyId?: string | null,
+  ) {
+    return this.companies.overview(ctx.principal, companyId);
   }
 }

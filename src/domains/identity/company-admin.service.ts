@@ -60,18 +60,28 @@ export class CompanyAdminService {
   ) {}
 
   /**
+   * The one rule for a superadmin's `companyId` (`?company_id=`), on every
+   * route and field that takes it: it names an existing company, or the
+   * call is refused with 404. It is never ignored.
+   */
+  async existingCompanyId(companyId: string): Promise<string> {
+    if (!(await currentEm(this.orm).count(Company, { id: companyId }))) throw new AppError('not_found', 'No such company');
+    return companyId;
+  }
+
+  /**
    * The company an administration call of a company's settings (security
-   * policy, connectors) is about: the caller's own for its owners, admins and
-   * keys, or with `companyId` any existing company for a superadmin. Naming
-   * another company without being a superadmin is 403; a missing one 404.
+   * policy, connectors, the overview) is about: the caller's own for its
+   * owners, admins and keys, or with `companyId` any existing company for a
+   * superadmin. Naming another company without being a superadmin is 403; a
+   * missing one 404.
    */
   async managedCompanyId(principal: Principal, companyId: string | null | undefined, what: string): Promise<string> {
     const caller = requireAuthenticated(principal);
     const superadmin = isSuperadmin(caller);
     if (companyId && companyId !== caller.companyId) {
       if (!superadmin) throw new AppError('forbidden', `Only a superadmin may manage another company's ${what}`);
-      if (!(await currentEm(this.orm).count(Company, { id: companyId }))) throw new AppError('not_found', 'No such company');
-      return companyId;
+      return this.existingCompanyId(companyId);
     }
     if (!superadmin && caller.role !== 'admin' && caller.role !== 'owner') throw new AppError('forbidden', 'Admin role required');
     return caller.companyId;
@@ -149,9 +159,9 @@ export class CompanyAdminService {
     });
   }
 
-  /** Counts of the caller's company for the administration dashboard. */
-  async overview(principal: Principal): Promise<CompanyOverview> {
-    const { companyId } = requireCompanyAdmin(principal);
+  /** Counts of the caller's company (a superadmin: of `companyId`) for the administration dashboard. */
+  async overview(principal: Principal, target?: string | null): Promise<CompanyOverview> {
+    const companyId = await this.managedCompanyId(principal, target, 'overview');
     const em = currentEm(this.orm);
     const now = new Date();
     const rows = await em

@@ -160,7 +160,7 @@ export const identityDomain = defineDomain({
       apiKeys,
       apiKeyAdmin: new ApiKeyAdminService(orm, audit, events, apiKeys),
       companies,
-      users: new UserAdminService(orm, dialect, events, audit, sessions, passwordReset, mfa, throttle, mailer, deps.billing.usage),
+      users: new UserAdminService(orm, dialect, events, audit, sessions, passwordReset, mfa, throttle, mailer, deps.billing.usage, companies),
       policies,
       policyAdmin: new SecurityPolicyService(orm, events, audit, policies, companies),
       housekeeping: new IdentityHousekeeping(orm, events, log),

@@ -19,6 +19,7 @@ import type { SessionService, SessionView } from './session.service';
 import type { PasswordResetService } from './password-reset.service';
 import type { MfaService } from './mfa.service';
 import type { LoginThrottleService } from './login-throttle.service';
+import type { CompanyAdminService } from './company-admin.service';
 import type { UsageByModel, UsageService } from '../billing';
 
 /**
@@ -147,6 +148,7 @@ export class UserAdminService {
     private readonly loginThrottle: LoginThrottleService,
     private readonly mailer: Mailer,
     private readonly usage: UsageService,
+    private readonly companies: CompanyAdminService,
   ) {}
 
   /** The users of the caller's company (a superadmin: of every company, or of `companyId`). */
@@ -166,7 +168,7 @@ export class UserAdminService {
     if (issues.length) throw AppError.validation(issues);
 
     let companyId: string | null = actor.principal.companyId;
-    if (actor.superadmin) companyId = options.companyId ?? null;
+    if (actor.superadmin) companyId = options.companyId ? await this.companies.existingCompanyId(options.companyId) : null;
     else if (options.companyId != null && options.companyId !== actor.principal.companyId) {
       throw new AppError('not_found', 'No such company');
     }

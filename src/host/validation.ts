@@ -1,0 +1,72 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+
+type Schema = { type?: unknown; minimum?: number; exclusiveMinimum?: number; items?: Schema; properties?: Record<string, Schema> };
+
+const DIGITS = /^\d+$/;
+const SIGNED_DIGITS = /^-?\d+$/;
+
+const isInteger = (schema: Schema | undefined) =>
+  schema !== undefined && (schema.type === 'integer' || (Array.isArray(schema.type) && schema.type.includes('integer')));
+
+/** The written form an integer member takes: digits, with a `-` only where the schema admits negatives. */
+function integerForm(schema: Schema): RegExp {
+  const floor = schema.minimum ?? schema.exclusiveMinimum;
+  return floor !== undefined && floor >= 0 ? DIGITS : SIGNED_DIGITS;
+}
+
+/** The integer members of a query or path schema (also arrays of integers), with the form each must take. */
+function integerMembers(schema: Schema): [name: string, form: RegExp, list: boolean][] {
+  const members: [string, RegExp, boolean][] = [];
+  for (const [name, member] of Object.entries(schema.properties ?? {})) {
+    if (isInteger(member)) members.push([name, integerForm(member), false]);
+    else if (isInteger(member.items)) members.push([name, integerForm(member.items!), true]);
+  }
+  return members;
+}
+
+/**
+ * Query and path values arrive as text and Ajv coerces them, but its
+ * coercion reads any JavaScript number: `1e3`, `1.0`, `0x10` and ` 5` would
+ * all pass as integers. A member declared `integer` must be written in
+ * decimal digits; anything else fails as a wrong type, before coercion.
+ */
+function digitsOnly(validate: ValidateFunction, members: [string, RegExp, boolean][]): ValidateFunction {
+  const checked = ((data: Record<string, unknown> | null, context?: object) => {
+    const wrong: ErrorObject[] = [];
+    if (data !== null && typeof data === 'object') {
+      for (const [name, form, list] of members) {
+        const value = data[name];
+        const values = list && Array.isArray(value) ? value : [value];
+        if (values.some((v) => typeof v === 'string' && !form.test(v))) {
+          wrong.push({ keyword: 'type', instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, params: { type: 'integer' }, message: 'must be integer' });
+        }
+      }
+    }
+    const valid = (validate as (data: unknown, context?: object) => boolean)(data, context);
+    if (!wrong.length) {
+      checked.errors = validate.errors;
+      return valid;
+    }
+    const paths = new Set(wrong.map((e) => e.instancePath));
+    checked.errors = [...wrong, ...(validate.errors ?? []).filter((e) => !paths.has(e.instancePath))];
+    return false;
+  }) as ValidateFunction;
+  return checked;
+}
+
+/**
+ * The validator compiler of every route: a body is never coerced (a string
+ * stays a string); query and path values are, integers from digits only.
+ */
+export function validatorCompiler() {
+  const common = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false } as const;
+  const strict = addFormats(new Ajv({ ...common, coerceTypes: false }));
+  const coercing = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => {
+    if (httpPart === 'body') return strict.compile(schema);
+    const validate = coercing.compile(schema);
+    const members = httpPart === 'querystring' || httpPart === 'params' ? integerMembers(schema as Schema) : [];
+    return members.length ? digitsOnly(validate, members) : validate;
+  };
+}
