@@ -1,6 +1,5 @@
 import DataLoader from 'dataloader';
 import type { Principal, RequestMeta } from '../src/auth/principal';
-import type { OperationGate } from './policy/gate';
 import type { ScheduledRun } from './policy/scheduler';
 
 /** What a transport can do for a resolver beyond returning data. */
@@ -64,10 +63,6 @@ export interface GraphQLContext {
   transport?: TransportHooks;
   /** Set on operations that arrive over a graphql-ws socket, which are admitted by their first root field. */
   viaSocket?: boolean;
-  /** The app's policy gate, for transports that admit an operation from inside it (sockets). */
-  gate?: OperationGate;
-  /** The outcome of that admission, once per operation. */
-  admission?: { principal: Principal } | { refusal: unknown };
   /** A heavier operation's turn (policy/scheduler.ts): its root fields run one after another. */
   run?: ScheduledRun;
 }

@@ -132,7 +132,10 @@ export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOp
               show: (hit) => hits.push(hit),
             });
             contextValue.principal = admitted;
-            if (operation.kind !== 'subscription') contextValue.run = gate.scheduler.schedule(operation.cost);
+            if (operation.kind !== 'subscription') {
+              contextValue.run = gate.scheduler.schedule(operation.cost);
+              await contextValue.run?.granted;
+            }
           } catch (error) {
             throw httpError(error);
           }

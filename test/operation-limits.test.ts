@@ -169,17 +169,26 @@ test('introspection needs a credential by default, can be opened or turned off',
   // __typename is not introspection.
   assert.equal((await gql(closed, '{ __typename }')).status, 200);
   assert.equal((await gql(closed, query, { token })).status, 200);
+  // The whole schema once per operation: a second __schema is refused before anything runs.
+  assertTooComplex(await gql(closed, '{ a: __schema { queryType { name } } b: __schema { queryType { name } } }', { token }), '__schema');
 
   const open = await build(t, { graphql: { ...(await defaults()), introspection: 'public' } });
   const publicAnswer = await gql(open, query);
   assert.equal(publicAnswer.status, 200);
   assert.equal((publicAnswer.body.data!.__schema as { queryType: { name: string } }).queryType.name, 'Query');
 
-  const off = await build(t, { graphql: { ...(await defaults()), introspection: 'off' } });
+  const { app: off, url } = await listening(t, { graphql: { ...(await defaults()), introspection: 'off' } });
   const offOwner = await owner(off);
   const refused = await gql(off, query, { token: offOwner.token });
   assert.equal(refused.status, 403);
   assert.equal(refused.body.errors?.[0]?.extensions.code, 'introspection_disabled');
+  // Over the socket too, where __schema reaches no resolver of ours.
+  const client = createClient({ url, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${offOwner.token}` }, retryAttempts: 0, lazy: true });
+  t.after(() => client.dispose());
+  const overSocket = await new Promise<unknown>((resolve) => {
+    client.subscribe({ query: '{ __schema { queryType { name } } }' }, { next: resolve, error: resolve, complete: () => undefined });
+  });
+  assert.match(JSON.stringify(overSocket), /introspection_disabled/);
 });
 
 test('REST routes are measured as GraphQL operations: a page over the operator cost cap is refused', async (t) => {
@@ -211,6 +220,9 @@ test('an operation over a cap sent over the socket is refused before any field r
   await app.kernel.worker.drain();
   const [{ n }] = await sql<{ n: number }>(app, "select count(*) as n from jobs where kind = 'identity.password_reset_mail'");
   assert.equal(Number(n), 0, 'no reset ran');
+  // Introspection fields alone reach no resolver: they are measured and admitted all the same.
+  const metaOnly = await run(`{ ${aliases(31, '__typename')} }`);
+  assert.equal(metaOnly.errors?.[0]?.extensions?.code, 'query_too_complex', JSON.stringify(metaOnly));
   const fine = await run('{ me { role } }');
   assert.deepEqual(fine.data, { me: { role: 'OWNER' } });
 });

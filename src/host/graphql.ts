@@ -10,8 +10,8 @@ import type { AccessService } from '../domains/identity';
 import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
 import { toGraphQLError } from '../../subgraphs/errors';
 import type { Supergraph } from '../../subgraphs/supergraph';
-import { OperationGate } from '../../subgraphs/policy/gate';
-import type { Variables } from '../../subgraphs/policy/limits';
+import { OperationGate, type AdmittedOperation } from '../../subgraphs/policy/gate';
+import type { MeasuredDocument, Variables } from '../../subgraphs/policy/limits';
 import type { ScheduledRun } from '../../subgraphs/policy/scheduler';
 import type { BudgetHit } from '../rate-limit/budgets';
 import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
@@ -50,6 +50,22 @@ function requestVariables(variables: unknown): Variables {
     }
   }
   return variables !== null && typeof variables === 'object' && !Array.isArray(variables) ? (variables as Record<string, unknown>) : null;
+}
+
+/**
+ * The operation a socket message runs. The hooks do not see its operationName: a
+ * document of several operations is held to the heaviest, with every root field of all.
+ */
+function socketOperation(gate: OperationGate, read: MeasuredDocument, variables: Variables): AdmittedOperation & { cost: number } | undefined {
+  const [only, ...more] = read.operations;
+  if (!only) return undefined;
+  if (more.length === 0) return gate.operation(read, null, variables);
+  const operations = read.operations.map((o) => gate.operation(read, o.name, variables)!);
+  return {
+    rootFields: operations.flatMap((o) => o.rootFields),
+    introspection: operations.some((o) => o.introspection),
+    cost: Math.max(...operations.map((o) => o.cost)),
+  };
 }
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
@@ -152,8 +168,15 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
               throw new AppError('bad_request', 'A subscription needs a WebSocket (graphql-transport-ws) on /graphql, not an HTTP request');
             }
             admitted = gate.admit(operation, principal, request.ip, { spend: true, enrollment: true, show });
-            // Batches are refused by mercurius: one operation per request, one turn.
-            request.graphqlRun = gate.scheduler.schedule(operation.cost);
+            // Batches are refused by mercurius: one operation per request, one turn, waited for here.
+            const run = gate.scheduler.schedule(operation.cost);
+            if (run) {
+              request.graphqlRun = run;
+              if (run.granted) {
+                const admittedNow = admitted;
+                admitted = run.granted.then(() => admittedNow);
+              }
+            }
           } catch (error) {
             return done(error as Error);
           }
@@ -193,8 +216,6 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
           principal: anonymous,
           loaders: new Loaders({ remember: false }),
           viaSocket: true,
-          // Socket operations are admitted by their first root field (subgraphs/policy/enforce.ts).
-          gate,
           // A browser's service_token cookie on the upgrade request (from a trusted Origin).
           cookiePrincipal: socketCookiePrincipal(request, origins),
         }),
@@ -259,6 +280,42 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       },
     });
 
+    // A socket operation has no HTTP request to admit it: it is read and admitted by the same
+    // gate in mercurius' hooks, before anything of it runs (a query or mutation once parsed
+    // within the token cap and validated, a subscription from its text), and a heavier one
+    // waits for its turn. A refusal reaches the client as the operation's error message.
+    const socketRefusal = (error: unknown) =>
+      error instanceof AppError ? toGraphQLError(new GraphQLError(error.message, { originalError: error }), app.log) : error;
+    // A heavier operation also runs interpreted: compiling it (graphql-jit, up to hundreds of
+    // milliseconds for a large document) would hold the event loop longer than it saves, and a
+    // client could make it compile document after document. Mercurius compiles only what no
+    // hook changed, so the hook hands the same document back as "changed".
+    app.graphql.addHook('preExecution', async (_schema, document, context, variables) => {
+      const ctx = context as unknown as GraphQLContext;
+      if (!ctx.viaSocket) return ctx.run ? { document } : undefined; // admitted by its HTTP request already
+      try {
+        const operation = socketOperation(gate, gate.readDocument(document), variables);
+        if (!operation) return;
+        gate.admit(operation, ctx.principal, ctx.meta.ip, { spend: true, enrollment: false });
+        const run = gate.scheduler.schedule(operation.cost);
+        if (!run) return undefined;
+        ctx.run = run;
+        await run.granted;
+        return { document };
+      } catch (error) {
+        throw socketRefusal(error);
+      }
+    });
+    app.graphql.addHook('preSubscriptionParsing', async (_schema, source, context) => {
+      const ctx = context as unknown as GraphQLContext;
+      try {
+        // A subscription's work is per event, not up front: admitted, not scheduled.
+        const operation = socketOperation(gate, gate.read(source), undefined);
+        if (operation) gate.admit(operation, ctx.principal, ctx.meta.ip, { spend: true, enrollment: false });
+      } catch (error) {
+        throw socketRefusal(error);
+      }
+    });
   },
   { name: 'atrium-graphql', dependencies: ['atrium-rate-limit'] },
 );

@@ -1,5 +1,5 @@
 import { MapperKind, mapSchema, type FieldMapper } from '@graphql-tools/utils';
-import type { GraphQLFieldResolver, GraphQLResolveInfo, GraphQLSchema } from 'graphql';
+import type { GraphQLFieldResolver, GraphQLSchema } from 'graphql';
 import { AppError } from '../../src/errors/catalog';
 import type { GraphQLContext } from '../context';
 import { fieldPolicy, type FieldPolicy } from './access';
@@ -13,9 +13,11 @@ import { fieldPolicy, type FieldPolicy } from './access';
  * - `auth: 'authenticated'`: an anonymous caller is refused before the
  *   resolver runs, with the reason its credential was refused (expired,
  *   revoked, IP not allowed, MFA enrolment owed) or 401 unauthenticated.
- * - An operation over a socket is admitted (budgets, MFA) by its first root
- *   field: HTTP transports admit before execution, a socket operation has no
- *   such hook without costing every HTTP request one.
+ * - A heavier operation's root fields take turns (./scheduler.ts).
+ * Measuring and admitting an operation (caps, budgets, introspection, MFA
+ * enrolment) happens before execution, in each transport's own hook
+ * (./gate.ts): an operation of introspection fields alone reaches no
+ * resolver here.
  */
 export function enforceFieldPolicies(schema: GraphQLSchema, subgraph: string): GraphQLSchema {
   const guard =
@@ -36,33 +38,9 @@ export function enforceFieldPolicies(schema: GraphQLSchema, subgraph: string): G
 
 function guarded(inner: GraphQLFieldResolver<unknown, GraphQLContext>, policy: FieldPolicy): GraphQLFieldResolver<unknown, GraphQLContext> {
   return (source, args, ctx, info) => {
-    if (ctx.viaSocket) admitSocketOperation(ctx, info);
     if (policy.auth === 'authenticated' && ctx.principal.kind === 'anonymous') {
       throw ctx.principal.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
     }
     return ctx.run ? ctx.run.run(() => inner(source, args, ctx, info)) : inner(source, args, ctx, info);
   };
-}
-
-/**
- * Admits a socket operation once (its context is the operation's own copy):
- * it is measured against the caps, its stricter budgets are spent, and every
- * root field answers the same refusal, before any of them runs. MFA enrolment needs no check here: such a caller gets no socket.
- */
-function admitSocketOperation(ctx: GraphQLContext, info: GraphQLResolveInfo): void {
-  if (!ctx.admission) {
-    try {
-      const gate = ctx.gate!;
-      const operation = gate.operation(gate.readOperation(info.operation, info.fragments), info.operation.name?.value, info.variableValues);
-      if (operation) {
-        gate.admit(operation, ctx.principal, ctx.meta.ip, { spend: true, enrollment: false });
-        // A subscription's work is per event, not up front: it is not scheduled.
-        if (operation.kind !== 'subscription') ctx.run = gate.scheduler.schedule(operation.cost);
-      }
-      ctx.admission = { principal: ctx.principal };
-    } catch (refusal) {
-      ctx.admission = { refusal };
-    }
-  }
-  if ('refusal' in ctx.admission) throw ctx.admission.refusal;
 }

@@ -21,7 +21,7 @@ const MAX_CACHED_TEXT = 16 * 1024;
 
 /** An operation of one root field (a REST route runs exactly one). */
 export function singleField(key: string, policy: FieldPolicy): AdmittedOperation {
-  return { rootFields: [{ key, policy }], introspection: false };
+  return { rootFields: [{ key, name: key, policy }], introspection: false };
 }
 
 /**

@@ -38,6 +38,8 @@ const PAGE_SIZE_ARGUMENT = 'perPage';
 /** One root field of an operation, by response key (an alias is a field of its own). */
 export interface RootField {
   key: string;
+  /** The field's name (several keys may alias one field). */
+  name: string;
   /** Undefined for introspection fields and fields the schema does not have (the validator refuses those). */
   policy: FieldPolicy | undefined;
 }
@@ -118,6 +120,14 @@ export class OperationMeter {
       if (rootFields.fields.length > this.limits.maxRootFields) {
         throw tooComplex('maxRootFields', this.limits.maxRootFields, rootFields.fields.length);
       }
+      // The whole schema is one answer, tens of milliseconds of work that no field of ours
+      // divides into turns: once per operation is all a client needs.
+      const schemas = rootFields.fields.filter((f) => f.name === '__schema').length;
+      if (schemas > 1) {
+        throw new AppError('query_too_complex', `An operation may select __schema once, not ${schemas} times`, {
+          extra: { limit: '__schema', max: 1, actual: schemas },
+        });
+      }
       const walk = new CostWalk(this.schema, fragments, undefined);
       const measured = root ? walk.selectionSet(d.selectionSet, root, undefined) : { cost: 0, depth: 0 };
       if (measured.depth > this.limits.maxDepth) throw tooComplex('maxDepth', this.limits.maxDepth, measured.depth);
@@ -194,7 +204,7 @@ function collectRootFields(
         if (name === '__schema' || name === '__type') introspection = true;
         if (name === '__typename') continue;
         const key = selection.alias?.value ?? name;
-        if (!byKey.has(key)) byKey.set(key, { key, policy: fields[name] ? fieldPolicy(fields[name]) : undefined });
+        if (!byKey.has(key)) byKey.set(key, { key, name, policy: fields[name] ? fieldPolicy(fields[name]) : undefined });
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         visit(selection.selectionSet);
       } else if (!seen.has(selection.name.value)) {

@@ -51,17 +51,22 @@ export class OperationScheduler {
     return new ScheduledRun(granted, release);
   }
 
-  /** Grants waiting operations in order while their cost fits. */
+  /** Grants waiting operations in order while their cost fits, each after a turn, so requests read meanwhile go first. */
   private next(): void {
     while (this.waiting.length && this.inFlight + this.waiting[0]!.cost <= this.capacity) {
       const { cost, grant } = this.waiting.shift()!;
       this.inFlight += cost;
-      grant();
+      void turn().then(grant);
     }
   }
 }
 
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/**
+ * A turn of the event loop that surely passes its poll phase, where waiting
+ * requests are read: one setImmediate queued from the poll phase runs in the
+ * same iteration's check phase, before any new I/O; a second one cannot.
+ */
+const turn = () => new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)));
 
 /**
  * One scheduled operation: its root fields run in turn once its cost is
@@ -73,6 +78,8 @@ const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * the next operation start sooner.
  */
 export class ScheduledRun {
+  /** Resolves when the operation may start; undefined when it could at once. */
+  readonly granted: Promise<void> | undefined;
   private tail: Promise<void>;
   private running = 0;
   private started = false;
@@ -82,6 +89,7 @@ export class ScheduledRun {
     granted: Promise<void> | undefined,
     private readonly release: () => void,
   ) {
+    this.granted = granted;
     this.tail = granted ?? Promise.resolve();
     // An operation that ends up running no field (refused by the validator) gives its grant back too.
     if (!granted) this.releaseWhenIdle();
