@@ -15,6 +15,7 @@ import { validatorCompiler } from './host/validation';
 import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
 import { lazyChildLogger } from './host/lazy-logger';
+import { memoryReliefPlugin } from './host/memory-relief';
 import './host/types';
 import { buildSupergraph, supergraphContainer } from '../subgraphs/supergraph';
 import { compileRoutes, restCompatPlugin, routeTable } from '../rest-compat';
@@ -67,6 +68,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     });
   }
 
+  await app.register(memoryReliefPlugin);
   await app.register(serviceHeadersPlugin);
   await app.register(errorsPlugin);
   await app.register(jsonBodyPlugin);

@@ -1,0 +1,58 @@
+import fp from 'fastify-plugin';
+import { Session } from 'node:inspector';
+import { performance } from 'node:perf_hooks';
+
+/** How often the process looks at its memory and how busy it was. */
+const CHECK_EVERY_MS = 5_000;
+/** Growth of the resident set since the last look back that is worth a collection. */
+const GROWTH_BYTES = 32 * 1024 * 1024;
+/** Event-loop utilisation under which the process counts as idle (nobody would wait for the collection). */
+const IDLE_UTILISATION = 0.05;
+
+/**
+ * Gives memory back after a burst. Large answers (a few hundred KB of JSON
+ * each) live in V8's old generation until a full collection, and V8 starts
+ * none while nothing allocates: after a flood of heavy operations the
+ * process would keep its peak size indefinitely. Every few seconds, if the
+ * resident set grew by more than GROWTH_BYTES and the event loop was idle
+ * for the whole interval, one full collection runs (through an in-process
+ * inspector session, which needs no flag and opens no port). It takes a
+ * fraction of a second, only when no request is there to wait for it.
+ */
+export const memoryReliefPlugin = fp<{ checkEveryMs?: number; growthBytes?: number }>(
+  async (app, { checkEveryMs = CHECK_EVERY_MS, growthBytes = GROWTH_BYTES }) => {
+    let baseline = process.memoryUsage.rss();
+    let last = performance.eventLoopUtilization();
+    const timer = setInterval(() => {
+      const now = performance.eventLoopUtilization();
+      const busy = performance.eventLoopUtilization(now, last).utilization;
+      last = now;
+      const rss = process.memoryUsage.rss();
+      if (rss < baseline) baseline = rss;
+      if (busy > IDLE_UTILISATION || rss - baseline < growthBytes) return;
+      collect().then(
+        () => {
+          baseline = process.memoryUsage.rss();
+          last = performance.eventLoopUtilization();
+        },
+        (error: unknown) => app.log.warn({ err: error }, 'memory relief: full collection failed'),
+      );
+    }, checkEveryMs);
+    timer.unref();
+    app.addHook('onClose', async () => clearInterval(timer));
+  },
+  { name: 'atrium-memory-relief' },
+);
+
+function collect(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const session = new Session();
+    session.connect();
+    session.post('HeapProfiler.collectGarbage', (error) => {
+      // Not from inside the session's own callback: disconnecting there hangs the thread.
+      setImmediate(() => session.disconnect());
+      if (error) reject(error);
+      else resolve();
+    });
+  });
+}
