@@ -15,6 +15,7 @@ import { errorsPlugin } from './host/errors';
 import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
 import { lazyChildLogger } from './host/lazy-logger';
+import { loggableUrl, pinoRedaction } from './kernel/log-redaction';
 import './host/types';
 import { buildSupergraph, supergraphContainer } from '../subgraphs/supergraph';
 import { compileRoutes, restCompatPlugin, routeTable } from '../rest-compat';
@@ -24,7 +25,7 @@ export interface BuildOptions {
   /** Settings over the environment's (tests pass a temp DATA_DIR etc.). */
   config?: Partial<Config>;
   env?: Record<string, string | undefined>;
-  /** Pino options; defaults to JSON logs at config.logLevel on stdout. */
+  /** Pino options; defaults to JSON logs at config.logLevel on stdout. Redaction is added either way. */
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
 }
 
@@ -45,7 +46,11 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   const supergraph = await buildSupergraph();
 
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel },
+    // Secrets never reach a line, whatever fails (src/kernel/log-redaction.ts).
+    logger:
+      options.logger === false
+        ? false
+        : { level: config.logLevel, ...(typeof options.logger === 'object' ? options.logger : {}), ...pinoRedaction() },
     // One access-log line per request, written in onResponse below.
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyChildLogger,
@@ -66,7 +71,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   if (['trace', 'debug', 'info'].includes(app.log.level)) {
     app.addHook('onResponse', async (request, reply) => {
       request.log.info(
-        { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+        { method: request.method, url: loggableUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
         'request completed',
       );
     });
