@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import type { FastifySchemaValidationError, FastifyValidationResult } from 'fastify/types/schema';
 import type { ExecutionResult } from 'graphql';
 import type { Principal } from '../src/auth/principal';
 import type { Deprecation } from '../src/host/types';
@@ -13,6 +14,7 @@ import { compileOperation } from './compiled-operation';
 import type { CompiledRoute } from './compile';
 import { pageLinks, type PageBody } from './pagination';
 import { API_PREFIXES } from './route';
+import { NUL_ISSUE, nulPaths } from '../src/errors/nul';
 
 export { compileRoutes, type CompiledRoute } from './compile';
 export { routeTable } from './routes';
@@ -23,6 +25,35 @@ function deprecationHeaders(deprecation: Deprecation) {
     reply.header('deprecation', deprecation.deprecation);
     reply.header('sunset', deprecation.sunset);
     reply.header('link', `<${deprecation.link}>; rel="successor-version"`);
+  };
+}
+
+/**
+ * The app's validator with one rule more: no text of the path, query or body
+ * (object keys included) holds U+0000 (see src/errors/nul.ts). Its failures
+ * join the schema's, as 422 items at [part, ...path]. This covers raw routes
+ * and whatever a service reads outside a GraphQL field's arguments.
+ */
+function refusingNul(compile: FastifySchemaCompiler<unknown>): FastifySchemaCompiler<unknown> {
+  return (route) => {
+    const validate = compile(route) as FastifyValidationResult & { schemaEnv?: unknown };
+    const checked = ((data: unknown, ...rest: unknown[]) => {
+      const valid = (validate as (data: unknown, ...rest: unknown[]) => unknown)(data, ...rest);
+      const schemaErrors = valid === false ? (validate.errors ?? []) : [];
+      const nul = nulPaths(data).map(
+        (path): FastifySchemaValidationError => ({
+          keyword: NUL_ISSUE.type,
+          instancePath: path.map((segment) => `/${String(segment).replace(/~/g, '~0').replace(/\//g, '~1')}`).join(''),
+          schemaPath: '#/nul',
+          params: {},
+          message: NUL_ISSUE.msg,
+        }),
+      );
+      checked.errors = [...schemaErrors, ...nul];
+      return valid !== false && nul.length === 0;
+    }) as FastifyValidationResult;
+    // Ajv's own functions take the parent (to replace a coerced root value); keep that as fastify sees it.
+    return Object.assign(checked, { schemaEnv: validate.schemaEnv });
   };
 }
 
@@ -44,6 +75,9 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
     // built-in text/plain parser would turn a text body into a 422 instead of a 415.
     await app.register(async (scope) => {
       scope.removeContentTypeParser('text/plain');
+      const compile = scope.validatorCompiler;
+      if (!compile) throw new Error('The REST adapter validates with the app\'s validator compiler; set it before registering');
+      scope.setValidatorCompiler(refusingNul(compile));
       for (const compiled of options.routes) registerRoute(scope, compiled);
     });
 

@@ -16,6 +16,7 @@ import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
 import { lazyChildLogger } from './host/lazy-logger';
 import { memoryReliefPlugin } from './host/memory-relief';
+import { loggableUrl, pinoRedaction } from './kernel/log-redaction';
 import './host/types';
 import { buildSupergraph, supergraphContainer } from '../subgraphs/supergraph';
 import { compileRoutes, restCompatPlugin, routeTable } from '../rest-compat';
@@ -25,7 +26,7 @@ export interface BuildOptions {
   /** Settings over the environment's (tests pass a temp DATA_DIR etc.). */
   config?: Partial<Config>;
   env?: Record<string, string | undefined>;
-  /** Pino options; defaults to JSON logs at config.logLevel on stdout. */
+  /** Pino options; defaults to JSON logs at config.logLevel on stdout. Redaction is added either way. */
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
 }
 
@@ -37,7 +38,11 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   const supergraph = await buildSupergraph();
 
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel },
+    // Secrets never reach a line, whatever fails (src/kernel/log-redaction.ts).
+    logger:
+      options.logger === false
+        ? false
+        : { level: config.logLevel, ...(typeof options.logger === 'object' ? options.logger : {}), ...pinoRedaction() },
     // One access-log line per request, written in onResponse below.
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyChildLogger,
@@ -62,7 +67,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   if (['trace', 'debug', 'info'].includes(app.log.level)) {
     app.addHook('onResponse', async (request, reply) => {
       request.log.info(
-        { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+        { method: request.method, url: loggableUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
         'request completed',
       );
     });

@@ -6,6 +6,7 @@ import { isAppError } from './errors/catalog';
 import { mailStatuses, type MailStatus } from './mail/outbox.entity';
 import { jobStatus, jobStatuses, type JobRecord, type JobStatus } from './jobs/job-queue';
 import { buildApp } from './app';
+import { loggableError } from './kernel/log-redaction';
 import { identityDomain } from './domains/identity';
 import { isSubgraphName, serveSubgraph, subgraphDefinition } from '../subgraphs/serve';
 
@@ -244,7 +245,7 @@ function onSignal(stop: () => Promise<void>, log: (msg: string) => void) {
       stop()
         .then(() => process.exit(0))
         .catch((error) => {
-          console.error(error);
+          console.error(`atrium: ${loggableError(error)}`);
           process.exit(1);
         });
     });
@@ -289,6 +290,7 @@ async function subgraph(args: string[]) {
     limits: config.graphql,
     trustProxy: config.trustProxy,
     domains: atrium.domains,
+    log: kernel.log,
   });
   console.error(`atrium: ${name} subgraph listening at ${served.url}`);
   onSignal(async () => {
@@ -324,6 +326,7 @@ main(process.argv.slice(2)).catch((error) => {
     for (const line of error.message.split('\n')) console.error(`atrium: ${line}`);
     process.exit(1);
   }
-  console.error(error);
+  // Unexpected: the stack, without what a failed statement quoted (src/kernel/log-redaction.ts).
+  console.error(`atrium: ${loggableError(error)}`);
   process.exit(1);
 });

@@ -1,4 +1,5 @@
 import { buildApp } from './app';
+import { loggableError } from './kernel/log-redaction';
 
 /** The only file that listens. Stops cleanly on SIGINT/SIGTERM. */
 async function main() {
@@ -20,6 +21,6 @@ async function main() {
 }
 
 main().catch((error) => {
-  console.error(error);
+  console.error(loggableError(error));
   process.exit(1);
 });

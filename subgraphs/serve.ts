@@ -8,6 +8,7 @@ import {
 import { GraphQLError } from 'graphql';
 import { runInUnitOfWork } from '../src/db/unit-of-work';
 import type { Orm } from '../src/db/orm';
+import { stderrLogger, type Logger } from '../src/kernel/logger';
 import { requestIdFrom } from '../src/request-id';
 import { AppError, isAppError } from '../src/errors/catalog';
 import { Budgets, type BudgetHit } from '../src/rate-limit/budgets';
@@ -32,6 +33,8 @@ export interface ServeSubgraphOptions {
   trustProxy: boolean;
   /** The booted domains' APIs: the subgraph's own, and identity's (every request is authenticated). */
   domains: Record<string, unknown> & { identity: IdentityApi };
+  /** Where unexpected resolver errors are logged (redacted); the kernel's logger, stderr by default. */
+  log?: Logger;
 }
 
 export interface ServedSubgraph {
@@ -79,7 +82,8 @@ function documentText(request: ExecuteArgs['httpGraphQLRequest']): string | unde
 
 /** A refusal before Apollo runs anything, in the GraphQL response shape /graphql answers it with. */
 function refusalResponse(error: AppError): HTTPGraphQLResponse {
-  const log = { error: (obj: object, msg: string) => console.error(msg, obj) };
+  // A refusal is a catalog error: toGraphQLError logs nothing for it.
+  const log = { error: () => undefined };
   const formatted = toGraphQLError(new GraphQLError(error.message, { originalError: error }), log);
   return {
     status: error.status,
@@ -111,7 +115,8 @@ export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOp
   const schema = federatedSchema(subgraph);
   // The policies are read from the built subgraph, whose fields carry them (the federated schema is rebuilt from SDL).
   const gate = new OperationGate(subgraph.schema, access, options.budgets, options.limits);
-  const log = { error: (obj: object, msg: string) => console.error(msg, obj) };
+  const logger = options.log ?? stderrLogger();
+  const log = { error: (obj: object, msg: string) => logger.error(obj as Record<string, unknown>, msg) };
   /** The budget each request spent, shown in its response headers as the main server does. */
   const spent = new WeakMap<GraphQLContext, BudgetHit[]>();
 

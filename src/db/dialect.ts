@@ -16,8 +16,13 @@ export interface SqlDialect {
   containsText<T>(column: string, text: string): FilterQuery<T>;
 }
 
-/** SQLite: instr() finds a plain substring, where LIKE would read % and _ as wildcards. */
+/**
+ * SQLite: instr() finds a plain substring, where LIKE would read % and _ as
+ * wildcards. The expression is the compared value, not the key: MikroORM
+ * inlines the parameters of a raw key into the SQL text, and keeps those of a
+ * raw value bound (`0 < instr(...)`).
+ */
 export const sqliteDialect: SqlDialect = {
   containsText: <T>(column: string, text: string) =>
-    ({ [raw(`instr(lower(${column}), lower(?))`, [text])]: { $gt: 0 } }) as FilterQuery<T>,
+    ({ [raw('0')]: { $lt: raw(`instr(lower(${column}), lower(?))`, [text]) } }) as FilterQuery<T>,
 };

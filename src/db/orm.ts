@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { EntityClass } from '../kernel/domain';
 import { recordReplacedMigrations, type MigrationEntry } from './migrations';
 import { CommitHooks } from './unit-of-work';
+import { BoundSqliteDriver } from './sqlite-driver';
 
 export type Orm = MikroORM;
 
@@ -20,6 +21,10 @@ export interface Schema {
 export function ormOptions(databaseFile: string, schema: Schema): Options {
   return {
     dbName: databaseFile,
+    // Every value a bound parameter (MikroORM's own connection inlines them into the SQL text).
+    driver: BoundSqliteDriver,
+    // A failed statement's error message shows its SQL with `?`, never the values (hashes, tokens).
+    driverOptions: { compileSqlOnError: false },
     entities: [...schema.entities],
     metadataProvider: ReflectMetadataProvider,
     extensions: [Migrator],

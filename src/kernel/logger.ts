@@ -1,3 +1,5 @@
+import { redactLogRecord, scrubText } from './log-redaction';
+
 /** The logging the kernel and the domains need; pino (fastify's `app.log`) fits as is. */
 export interface Logger {
   debug(obj: Record<string, unknown>, msg: string): void;
@@ -8,12 +10,12 @@ export interface Logger {
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
 
-/** JSON lines on stderr at `level` and above: the logger outside the HTTP app (CLI, subgraphs). */
+/** JSON lines on stderr at `level` and above, redacted (./log-redaction.ts): the logger outside the HTTP app (CLI, subgraphs). */
 export function stderrLogger(level = 'info'): Logger {
   const min = LEVELS.indexOf(level as (typeof LEVELS)[number]);
   const at = (name: (typeof LEVELS)[number]) => (obj: Record<string, unknown>, msg: string) => {
     if (min < 0 || LEVELS.indexOf(name) < min) return; // unknown level (e.g. "silent"): quiet
-    process.stderr.write(`${JSON.stringify({ level: name, time: Date.now(), ...obj, msg })}\n`);
+    process.stderr.write(`${JSON.stringify({ level: name, time: Date.now(), ...redactLogRecord(obj), msg: scrubText(msg) })}\n`);
   };
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }

@@ -259,8 +259,6 @@ export class Mailer {
       { mailId: row.id, to: row.toAddress, subject: row.subject, template: row.template },
       `mail kept in the outbox (no SMTP_URL configured); read it with: atrium mail-outbox --show ${row.id}`,
     );
-    // The body may hold a one-time link: only at debug level, for development.
-    this.logger.debug({ mailId: row.id, text: row.text }, 'mail text');
   }
 
   /**

@@ -1,6 +1,7 @@
 import { MapperKind, mapSchema, type FieldMapper } from '@graphql-tools/utils';
 import type { GraphQLFieldResolver, GraphQLSchema } from 'graphql';
 import { AppError } from '../../src/errors/catalog';
+import { nulRefusal } from '../../src/errors/nul';
 import type { GraphQLContext } from '../context';
 import { fieldPolicy, type FieldPolicy } from './access';
 
@@ -13,6 +14,9 @@ import { fieldPolicy, type FieldPolicy } from './access';
  * - `auth: 'authenticated'`: an anonymous caller is refused before the
  *   resolver runs, with the reason its credential was refused (expired,
  *   revoked, IP not allowed, MFA enrolment owed) or 401 unauthenticated.
+ * - Text holding U+0000 anywhere in the arguments (nested inputs and lists
+ *   included) is refused with 422 validation_error before the resolver
+ *   runs, each issue at its argument path (src/errors/nul.ts).
  * - A heavier operation's root fields take turns (./scheduler.ts).
  * Measuring and admitting an operation (caps, budgets, introspection, MFA
  * enrolment) happens before execution, in each transport's own hook
@@ -41,6 +45,8 @@ function guarded(inner: GraphQLFieldResolver<unknown, GraphQLContext>, policy: F
     if (policy.auth === 'authenticated' && ctx.principal.kind === 'anonymous') {
       throw ctx.principal.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
     }
+    const refused = nulRefusal(args);
+    if (refused) throw refused;
     return ctx.run ? ctx.run.run(() => inner(source, args, ctx, info)) : inner(source, args, ctx, info);
   };
 }
