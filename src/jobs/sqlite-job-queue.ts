@@ -168,15 +168,18 @@ export class SqliteJobQueue implements JobQueue {
 
   async retry(id: string): Promise<{ job: JobRecord; retried: boolean } | null> {
     const now = Date.now();
-    const result = await this.execute<{ affectedRows: number }>(
-      `update jobs set dead_lettered_at = null, attempts = 0, run_at = ?, updated_at = ? where id = ? and dead_lettered_at is not null`,
+    // The row as this update left it: a worker may claim it the moment it is due again.
+    const rows = await this.execute<Record<string, unknown>[]>(
+      `update jobs set dead_lettered_at = null, attempts = 0, run_at = ?, updated_at = ? where id = ? and dead_lettered_at is not null returning *`,
       [now, now, id],
-      'run',
     );
-    const retried = result.affectedRows > 0;
-    if (retried) this.notify();
+    const [retried] = this.map(rows);
+    if (retried) {
+      this.notify();
+      return { job: retried, retried: true };
+    }
     const job = await this.get(id);
-    return job && { job, retried };
+    return job && { job, retried: false };
   }
 
   async prune(before: Date): Promise<number> {
