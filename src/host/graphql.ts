@@ -60,11 +60,12 @@ function socketOperation(gate: OperationGate, read: MeasuredDocument, variables:
   const [only, ...more] = read.operations;
   if (!only) return undefined;
   if (more.length === 0) return gate.operation(read, null, variables);
-  const operations = read.operations.map((o) => gate.operation(read, o.name, variables)!);
+  // By the operation itself, not its name: a subscription's text is read before validation, and
+  // a second anonymous operation (which the validator refuses later) has no name to look it up by.
   return {
-    rootFields: operations.flatMap((o) => o.rootFields),
-    introspection: operations.some((o) => o.introspection),
-    cost: Math.max(...operations.map((o) => o.cost)),
+    rootFields: read.operations.flatMap((o) => o.rootFields),
+    introspection: read.operations.some((o) => o.introspection),
+    cost: Math.max(...read.operations.map((o) => gate.meter.costWith(read, o, variables))),
   };
 }
 

@@ -1,4 +1,4 @@
-import { Kind, type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import type { DocumentNode, GraphQLSchema } from 'graphql';
 import type { Principal } from '../../src/auth/principal';
 import { AppError } from '../../src/errors/catalog';
 import type { GraphqlLimitsConfig } from '../../src/kernel/config';
@@ -42,7 +42,6 @@ export class OperationGate {
   readonly scheduler: OperationScheduler;
   private readonly byText = new Map<string, MeasuredDocument | AppError>();
   private readonly byDocument = new WeakMap<DocumentNode, MeasuredDocument>();
-  private readonly byOperation = new WeakMap<OperationDefinitionNode, MeasuredDocument>();
   private readonly introspection: GraphqlLimitsConfig['introspection'];
 
   constructor(
@@ -83,18 +82,6 @@ export class OperationGate {
       const text = document.loc?.source.body;
       read = text === undefined ? this.meter.measure(document) : this.read(text);
       this.byDocument.set(document, read);
-    }
-    return read;
-  }
-
-  /** The document of an operation a transport parsed and validated (a socket's), from its text where it has one. */
-  readOperation(operation: OperationDefinitionNode, fragments: Record<string, FragmentDefinitionNode>): MeasuredDocument {
-    const text = operation.loc?.source.body;
-    if (text !== undefined) return this.read(text);
-    let read = this.byOperation.get(operation);
-    if (!read) {
-      read = this.meter.measure({ kind: Kind.DOCUMENT, definitions: [operation, ...Object.values(fragments)] });
-      this.byOperation.set(operation, read);
     }
     return read;
   }
