@@ -2,6 +2,7 @@ import { sqliteDialect, type SqlDialect } from '../db/dialect';
 import type { MigrationEntry } from '../db/migrations';
 import { openDatabase, type Orm } from '../db/orm';
 import { ReadStore } from '../db/read-store';
+import { SqliteWriter } from '../db/sqlite-writer';
 import { SqliteChangeSignal, watchWrites, type ChangeSignal } from '../db/change-signal';
 import { MemoryEventBus, type EventBus } from '../events/event-bus';
 import { MAIL_DELIVER, MAIL_HOUSEKEEPING, Mailer } from '../mail/mailer';
@@ -33,6 +34,8 @@ export interface Kernel {
   /** The SQL of the opened database that the ORM does not write portably. */
   dialect: SqlDialect;
   reads: ReadStore;
+  /** Synchronous SQL on the write connection, for the few writes that must be atomic and fast (the credit ledger). */
+  writer: SqliteWriter;
   /** Tells the caches of hot reads that data may have changed (a port; SQLite's data_version here). */
   changes: ChangeSignal;
   events: EventBus;
@@ -86,6 +89,7 @@ export async function createKernel(
     orm,
     dialect: sqliteDialect,
     reads,
+    writer: new SqliteWriter(orm),
     changes,
     events: new MemoryEventBus(),
     budgets: new Budgets(new MemoryRateLimiter(config.rateLimit.windowSeconds), config.rateLimit),

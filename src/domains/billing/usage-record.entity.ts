@@ -1,4 +1,4 @@
-import { DateTimeType, Entity, Index, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+import { DateTimeType, Entity, Index, OptionalProps, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 
 /**
@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 @Entity({ tableName: 'usage_records' })
 @Index({ properties: ['companyId', 'createdAt'] })
 export class UsageRecord {
-  [OptionalProps]?: 'id' | 'createdAt' | 'userId' | 'apiKeyId' | 'credits' | 'tokens';
+  [OptionalProps]?: 'id' | 'createdAt' | 'userId' | 'apiKeyId' | 'credits' | 'tokens' | 'holdId';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -38,6 +38,11 @@ export class UsageRecord {
 
   @Property({ type: 'integer' })
   tokens: number = 0;
+
+  /** The ledger hold this record settled: one record per hold, so a replayed commit records nothing twice. */
+  @Property({ type: 'uuid', nullable: true })
+  @Unique({ name: 'usage_records_hold_id_unique' })
+  holdId: string | null = null;
 
   @Property({ type: DateTimeType })
   createdAt: Date = new Date();

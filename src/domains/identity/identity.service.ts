@@ -9,7 +9,8 @@ import { Company } from './company.entity';
 import { User, type Role, type UserStatus } from './user.entity';
 import { toDate, type ReadStore } from '../../db/read-store';
 import { VersionedCache, type ChangeSignal } from '../../db/change-signal';
-import { currentEm } from '../../db/unit-of-work';
+import { currentEm, transaction } from '../../db/unit-of-work';
+import type { LedgerService, PlanService } from '../billing';
 
 export const MIN_PASSWORD_LENGTH = 12;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -86,6 +87,7 @@ export class IdentityService {
     changes: ChangeSignal,
     private readonly config: IdentitySettings,
     private readonly audit: AuditService,
+    private readonly billing: { ledger: LedgerService; plans: PlanService },
   ) {
     this.viewers = new VersionedCache(changes);
     this.planIds = new VersionedCache(changes);
@@ -112,21 +114,23 @@ export class IdentityService {
     if (!input.company.trim()) issues.push({ loc: ['company'], msg: 'must not be empty', type: 'string_too_short' });
     if (issues.length) throw AppError.validation(issues);
 
-    const em = currentEm(this.orm);
-    if (await em.count(User, { email })) throw new AppError('conflict', 'A user with this email already exists');
+    if (await currentEm(this.orm).count(User, { email })) throw new AppError('conflict', 'A user with this email already exists');
     const passwordHash = await hashPassword(input.password, this.config.scryptCost);
-    const company = em.create(Company, { name: input.company.trim() });
-    const user = em.create(User, { company, email, passwordHash, role: 'owner', isSuperadmin: input.superadmin ?? false });
-    // The change and its audit entry commit in one flush (the audit log's).
-    await this.audit.record({
-      action: 'company.created',
-      companyId: company.id,
-      actor: { actorType: 'system', actorId: null, actorLabel: 'cli' },
-      targetType: 'user',
-      targetId: user.id,
-      data: { owner: email, superadmin: user.isSuperadmin },
+    // The company, its owner, its audit entry and its credit account with the first month's credits commit together.
+    return transaction(this.orm, async (em) => {
+      const company = em.create(Company, { name: input.company.trim() });
+      const user = em.create(User, { company, email, passwordHash, role: 'owner', isSuperadmin: input.superadmin ?? false });
+      await this.audit.record({
+        action: 'company.created',
+        companyId: company.id,
+        actor: { actorType: 'system', actorId: null, actorLabel: 'cli' },
+        targetType: 'user',
+        targetId: user.id,
+        data: { owner: email, superadmin: user.isSuperadmin },
+      });
+      await this.billing.ledger.openAccount(company.id, this.billing.plans.plan(company.planId)?.monthlyCredits ?? 0);
+      return { company, user };
     });
-    return { company, user };
   }
 
   async userCount(): Promise<number> {

@@ -143,7 +143,7 @@ export const identityDomain = defineDomain({
     const apiKeys = new ApiKeyService(orm, audit);
     const companies = new CompanyAdminService(orm, dialect, audit, deps.billing.plans);
     return {
-      accounts: new IdentityService(orm, reads, changes, config, audit),
+      accounts: new IdentityService(orm, reads, changes, config, audit, deps.billing),
       auth,
       access: new AccessService(auth, sessionCookies, policies),
       mfa,

@@ -1,0 +1,651 @@
+import { randomUUID } from 'node:crypto';
+import type { Orm } from '../../db/orm';
+import type { SqliteWriter, SyncSql } from '../../db/sqlite-writer';
+import { currentEm, transaction } from '../../db/unit-of-work';
+import type { EventBus } from '../../events/event-bus';
+import type { ReadStore } from '../../db/read-store';
+import { AppError } from '../../errors/catalog';
+import { isSuperadmin, requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
+import type { Principal, RequestMeta } from '../../auth/principal';
+import { checkPage, type Page } from '../../pagination';
+import { uuidv7 } from '../../ids';
+import type { AuditService } from '../audit';
+import { CreditEntry, type CreditEntryKind } from './credit-entry.entity';
+import type { HoldStatus } from './credit-hold.entity';
+import { formatMicros, parseMoney } from './money';
+
+export const TRANSACTIONS_PER_PAGE = 50;
+/** The most credits one ledger write may move: far above any plan, far below 2^53. */
+export const MAX_CREDITS_PER_WRITE = 1_000_000_000;
+export const GRANT_REASON_MAX = 500;
+
+export type CreditBucket = 'monthly' | 'granted' | 'purchased';
+
+/** A company's balance: what it may spend (monthly, then granted, then purchased credits) and what running operations hold. */
+export interface CreditBalance {
+  companyId: string;
+  monthly: number;
+  granted: number;
+  purchased: number;
+  held: number;
+  /** monthly + granted + purchased: what a reserve may take. */
+  available: number;
+  periodKey: string | null;
+  periodStart: Date | null;
+  periodEnd: Date | null;
+  /** The spending budget per period in currency micro-units; null: none. */
+  budgetMicros: number | null;
+  /** Currency cost committed in the current period, in micro-units. */
+  spendMicros: number;
+}
+
+export interface Hold {
+  id: string;
+  companyId: string;
+  credits: number;
+  status: HoldStatus;
+  expiresAt: Date;
+}
+
+export interface HoldRequest {
+  companyId: string;
+  credits: number;
+  /** The operation's request id: reserving again with it answers the same hold. */
+  key: string;
+  userId?: string | null;
+  apiKeyId?: string | null;
+  /** What the credits are for (chat, research, bulk, ...); the usage record's feature. */
+  feature: string;
+  model?: string | null;
+}
+
+export interface UsageReport {
+  /** Credits actually spent: at most the hold; the rest is returned. */
+  credits: number;
+  tokens?: number;
+  /** The model used, when it differs from the one named at reserve. */
+  model?: string;
+}
+
+export interface Settlement {
+  hold: Hold;
+  /** Credits spent. */
+  credits: number;
+  costMicros: number;
+}
+
+export interface PeriodAllocation {
+  companyId: string;
+  periodKey: string;
+  periodStart: Date;
+  periodEnd: Date;
+  credits: number;
+}
+
+export interface CreditGrant {
+  credits: number;
+  reason: string;
+}
+
+interface AccountRow {
+  company_id: string;
+  monthly: number;
+  granted: number;
+  purchased: number;
+  held: number;
+  period_key: string | null;
+  period_start: number | null;
+  period_end: number | null;
+  budget_micros: number | null;
+  spend_micros: number;
+}
+
+interface HoldRow {
+  id: string;
+  company_id: string;
+  idempotency_key: string;
+  credits: number;
+  monthly: number;
+  granted: number;
+  purchased: number;
+  period_key: string | null;
+  status: HoldStatus;
+  user_id: string | null;
+  api_key_id: string | null;
+  feature: string;
+  model: string | null;
+  committed_credits: number | null;
+  expires_at: number;
+}
+
+interface Deltas {
+  monthly?: number;
+  granted?: number;
+  purchased?: number;
+  held?: number;
+}
+
+const ACCOUNT = 'select * from credit_accounts where company_id = ?';
+const HOLD_BY_ID = 'select * from credit_holds where id = ?';
+
+/**
+ * The credit ledger: the only way credits come and go. Every write is an
+ * entry with an idempotency key (unique per company) and moves the cached
+ * balance by the same deltas in the same transaction; replaying a write finds
+ * its entry and changes nothing. Writes run synchronously on the write
+ * connection (`SqliteWriter`): inside the caller's transaction when there is
+ * one (a webhook's event, a company's creation), else in one of their own.
+ *
+ * Spending order: monthly credits first (they expire), then granted, then
+ * purchased (paid for, so kept longest). What a hold gives back returns to
+ * the buckets it came from, except monthly credits of a period that has
+ * ended: those expire.
+ */
+export class LedgerService {
+  constructor(
+    private readonly orm: Orm,
+    private readonly writer: SqliteWriter,
+    private readonly reads: ReadStore,
+    private readonly events: EventBus,
+    private readonly audit: AuditService,
+    /** Currency micro-units per 1,000 tokens of a model (the catalog's price; 0 when unpriced). */
+    private readonly priceOf: (model: string) => number,
+    private readonly options: { holdTimeoutSeconds: number; currency: string },
+  ) {}
+
+  get currency(): string {
+    return this.options.currency;
+  }
+
+  /** The balance as committed; zeros for a company without an account. Synchronous: one prepared read. */
+  balance(companyId: string): CreditBalance {
+    const row = this.reads.get<AccountRow>(ACCOUNT, companyId);
+    return row ? toBalance(row) : emptyBalance(companyId);
+  }
+
+  /** The balance of the caller's company (any member, any key), or of another existing company for a superadmin. */
+  balanceFor(principal: Principal, companyId?: string | null): CreditBalance {
+    return this.balance(this.readableCompany(principal, companyId, false));
+  }
+
+  /**
+   * Opens a new company's account with its first period: the current
+   * calendar month (UTC) and its plan's monthly credits. Joins the caller's
+   * transaction (the company's creation).
+   */
+  async openAccount(companyId: string, monthlyCredits: number, now = new Date()): Promise<void> {
+    const period = calendarPeriod(now);
+    await this.allocate({ companyId, credits: monthlyCredits, ...period });
+  }
+
+  /**
+   * A period's monthly credits, once per company and period. The unused
+   * monthly credits of the period before expire (an `expiry` entry) and the
+   * period's spend starts again. False when the period was allocated before,
+   * or is older than the account's current one (a processor event that
+   * arrived late must not roll the period back).
+   */
+  async allocate(a: PeriodAllocation): Promise<boolean> {
+    checkCredits(a.credits, ['credits'], true);
+    return this.write(a.companyId, (sql, now) => {
+      const key = `allocation:${a.periodKey}`;
+      if (this.entryExists(sql, a.companyId, key)) return false;
+      const account = this.account(sql, a.companyId, now, true)!;
+      if (account.period_start !== null && +a.periodStart < account.period_start) return false;
+      if (account.monthly > 0) {
+        this.entry(sql, now, a.companyId, 'expiry', `expiry:${account.period_key ?? 'initial'}`, account.monthly, { monthly: -account.monthly }, {
+          periodKey: account.period_key,
+        });
+      }
+      this.entry(sql, now, a.companyId, 'allocation', key, a.credits, { monthly: a.credits }, { periodKey: a.periodKey });
+      sql.run(
+        'update credit_accounts set monthly = ?, period_key = ?, period_start = ?, period_end = ?, spend_micros = 0, updated_at = ? where company_id = ?',
+        a.credits,
+        a.periodKey,
+        +a.periodStart,
+        +a.periodEnd,
+        now,
+        a.companyId,
+      );
+      return true;
+    });
+  }
+
+  /** Monthly credits added inside the current period (a mid-period upgrade's difference); once per key. */
+  async addMonthly(a: { companyId: string; credits: number; key: string }): Promise<boolean> {
+    checkCredits(a.credits, ['credits']);
+    return this.write(a.companyId, (sql, now) => {
+      const key = `allocation:${a.key}`;
+      if (this.entryExists(sql, a.companyId, key)) return false;
+      const account = this.account(sql, a.companyId, now, true)!;
+      this.move(sql, now, a.companyId, 'allocation', key, a.credits, { monthly: a.credits }, { periodKey: account.period_key });
+      return true;
+    });
+  }
+
+  /** Purchased credits, exactly once per payment intent (`key`), whichever processor event brings them first. */
+  async topUp(a: { companyId: string; credits: number; key: string }): Promise<boolean> {
+    checkCredits(a.credits, ['credits']);
+    return this.write(a.companyId, (sql, now) => {
+      const key = `topup:${a.key}`;
+      if (this.entryExists(sql, a.companyId, key)) return false;
+      this.account(sql, a.companyId, now, true);
+      this.move(sql, now, a.companyId, 'topup', key, a.credits, { purchased: a.credits });
+      return true;
+    });
+  }
+
+  /**
+   * Holds credits for one operation, or refuses: 402 `budget_exhausted` once
+   * the period's spend reached the budget, 402 `insufficient_credits` when
+   * the balance is short. The check and the hold are one transaction on the
+   * write lock, so no concurrency takes the balance below zero. Reserving
+   * again with the same key answers the first hold.
+   */
+  async reserve(r: HoldRequest): Promise<Hold> {
+    checkCredits(r.credits, ['credits']);
+    return this.write(r.companyId, (sql, now) => {
+      const existing = sql.get<HoldRow>('select * from credit_holds where company_id = ? and idempotency_key = ?', r.companyId, r.key);
+      if (existing) return toHold(existing);
+      const account = this.account(sql, r.companyId, now, false);
+      if (account?.budget_micros != null && account.spend_micros >= account.budget_micros) {
+        throw new AppError(
+          'budget_exhausted',
+          `The spending budget of ${formatMicros(account.budget_micros)} ${this.currency.toUpperCase()} for this period is spent`,
+          { extra: { budget: formatMicros(account.budget_micros), spend: formatMicros(account.spend_micros), currency: this.currency } },
+        );
+      }
+      const available = account ? account.monthly + account.granted + account.purchased : 0;
+      if (r.credits > available) {
+        throw new AppError('insufficient_credits', `needs ${r.credits} credits; balance ${available}`, {
+          extra: { required: r.credits, balance: available },
+        });
+      }
+      const monthly = Math.min(account!.monthly, r.credits);
+      const granted = Math.min(account!.granted, r.credits - monthly);
+      const purchased = r.credits - monthly - granted;
+      const id = randomUUID();
+      const expiresAt = now + this.options.holdTimeoutSeconds * 1000;
+      sql.run(
+        `insert into credit_holds (id, company_id, idempotency_key, credits, monthly, granted, purchased, period_key, status,
+           user_id, api_key_id, feature, model, created_at, expires_at) values (?, ?, ?, ?, ?, ?, ?, ?, 'held', ?, ?, ?, ?, ?, ?)`,
+        id,
+        r.companyId,
+        r.key,
+        r.credits,
+        monthly,
+        granted,
+        purchased,
+        account!.period_key,
+        r.userId ?? null,
+        r.apiKeyId ?? null,
+        r.feature,
+        r.model ?? null,
+        now,
+        expiresAt,
+      );
+      this.move(sql, now, r.companyId, 'hold', `hold:${r.key}`, r.credits, { monthly: -monthly, granted: -granted, purchased: -purchased, held: r.credits }, {
+        holdId: id,
+        actorId: r.userId ?? null,
+      });
+      return { id, companyId: r.companyId, credits: r.credits, status: 'held', expiresAt: new Date(expiresAt) };
+    });
+  }
+
+  /**
+   * Spends up to the hold (`usage.credits` above it is capped at the hold)
+   * and returns the rest; writes the usage record the reports read, with its
+   * currency cost at the model's price. Committing again answers the first
+   * settlement; a released hold cannot be committed (409).
+   */
+  async commit(holdId: string, usage: UsageReport): Promise<Settlement> {
+    checkCredits(usage.credits, ['credits'], true);
+    if (usage.tokens !== undefined && (!Number.isInteger(usage.tokens) || usage.tokens < 0)) {
+      throw AppError.validation([{ loc: ['tokens'], msg: 'must be an integer >= 0', type: 'int_type' }]);
+    }
+    return this.write((settlement) => settlement.hold.companyId, (sql, now) => {
+      const row = heldRow(sql, holdId);
+      if (row.status === 'committed') {
+        const spent = row.committed_credits ?? 0;
+        const record = sql.get<{ cost_micros?: number }>('select * from usage_records where hold_id = ?', holdId);
+        return { hold: toHold(row), credits: spent, costMicros: record?.cost_micros ?? 0 };
+      }
+      if (row.status !== 'held') throw new AppError('hold_settled', 'This hold was released; its credits cannot be spent');
+      const spent = Math.min(usage.credits, row.credits);
+      const model = usage.model ?? row.model ?? '';
+      const tokens = usage.tokens ?? 0;
+      const costMicros = model ? Math.round((tokens * this.priceOf(model)) / 1000) : 0;
+      this.settle(sql, now, row, 'commit', spent);
+      sql.run("update credit_holds set status = 'committed', committed_credits = ?, settled_at = ? where id = ?", spent, now, holdId);
+      sql.run('update credit_accounts set spend_micros = spend_micros + ? where company_id = ?', costMicros, row.company_id);
+      sql.run(
+        `insert into usage_records (id, company_id, user_id, api_key_id, model, feature, credits, tokens, hold_id, created_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        randomUUID(),
+        row.company_id,
+        row.user_id,
+        row.api_key_id,
+        model,
+        row.feature,
+        spent,
+        tokens,
+        holdId,
+        now,
+      );
+      return { hold: { ...toHold(row), status: 'committed' }, credits: spent, costMicros };
+    });
+  }
+
+  /** Gives a hold's credits back; releasing again is a no-op, a committed hold answers 409. */
+  async release(holdId: string): Promise<Hold> {
+    return this.write((hold) => hold.companyId, (sql, now) => {
+      const row = heldRow(sql, holdId);
+      if (row.status === 'released') return toHold(row);
+      if (row.status !== 'held') throw new AppError('hold_settled', 'This hold was committed; its credits are spent');
+      this.settle(sql, now, row, 'release', 0);
+      sql.run("update credit_holds set status = 'released', settled_at = ? where id = ?", now, holdId);
+      return { ...toHold(row), status: 'released' };
+    });
+  }
+
+  /** Releases holds past their timeout (their operation crashed or hung); the `billing.hold_expiry` job. */
+  async releaseExpiredHolds(now = new Date()): Promise<number> {
+    const due = this.reads.all<{ id: string }>("select id from credit_holds where status = 'held' and expires_at <= ? order by expires_at limit 500", +now);
+    let released = 0;
+    for (const { id } of due) {
+      const hold = await this.release(id).catch((error: unknown) => {
+        // Committed meanwhile: nothing to release.
+        if (error instanceof AppError && error.code === 'hold_settled') return null;
+        throw error;
+      });
+      if (hold) released++;
+    }
+    return released;
+  }
+
+  /** Credits given by a superadmin (they never expire); audited. `key`: the request's idempotency key or id. */
+  async grant(principal: Principal, companyId: string, input: CreditGrant, key: string, meta?: Partial<RequestMeta>): Promise<CreditBalance> {
+    return this.adjust(principal, companyId, input, key, 'grant', meta);
+  }
+
+  /** Credits taken back by a superadmin: granted first, then monthly, then purchased; never below zero. Audited. */
+  async revoke(principal: Principal, companyId: string, input: CreditGrant, key: string, meta?: Partial<RequestMeta>): Promise<CreditBalance> {
+    return this.adjust(principal, companyId, input, key, 'revoke', meta);
+  }
+
+  /** Sets (or with null removes) a company's spending budget per period; superadmins only. Audited. */
+  async setBudget(principal: Principal, companyId: string, budget: string | null, meta?: Partial<RequestMeta>): Promise<CreditBalance> {
+    const caller = requireAuthenticated(principal);
+    if (!isSuperadmin(caller)) throw new AppError('forbidden', 'Only a platform superadmin may set a spending budget');
+    const micros = budget === null ? null : parseMoney(budget, ['budget']);
+    return transaction(this.orm, async () => {
+      const before = await this.write(companyId, (sql, now) => {
+        const account = this.account(sql, companyId, now, false);
+        if (!account) throw new AppError('not_found', 'No such company');
+        sql.run('update credit_accounts set budget_micros = ?, updated_at = ? where company_id = ?', micros, now, companyId);
+        return account.budget_micros;
+      });
+      await this.audit.record({
+        action: 'billing.budget_changed',
+        companyId,
+        principal: caller,
+        meta,
+        targetType: 'company',
+        targetId: companyId,
+        data: { from: before === null ? null : formatMicros(before), to: micros === null ? null : formatMicros(micros), currency: this.currency },
+      });
+      return this.balanceInTransaction(companyId);
+    });
+  }
+
+  /** The company's ledger, newest first: its owners and admins (and keys), or a superadmin's view of any company. */
+  async transactions(principal: Principal, companyId: string | null | undefined, page = 1, perPage = TRANSACTIONS_PER_PAGE): Promise<Page<CreditEntry>> {
+    const company = this.readableCompany(principal, companyId, true);
+    checkPage(page, perPage);
+    const em = currentEm(this.orm);
+    const [items, total] = await em.findAndCount(
+      CreditEntry,
+      { companyId: company },
+      { orderBy: { id: 'desc' }, limit: perPage, offset: (page - 1) * perPage },
+    );
+    return { items, page, perPage, total };
+  }
+
+  /** Live balance changes of a company, for its admins (the `creditsChanged` subscription). */
+  changes(principal: Principal, companyId?: string | null): AsyncIterableIterator<{ companyId: string; balance: CreditBalance }> {
+    const company = this.readableCompany(principal, companyId, true);
+    return this.events.iterate('credits.changed', (event) => event.companyId === company);
+  }
+
+  /**
+   * Which company a caller may read: its own (members too unless `adminOnly`),
+   * or with `companyId` any company that has an account, for a superadmin.
+   * Another company's id answers 404 to anyone else.
+   */
+  readableCompany(principal: Principal, companyId: string | null | undefined, adminOnly: boolean): string {
+    const caller = adminOnly ? requireCompanyAdmin(principal) : requireAuthenticated(principal);
+    if (!companyId || companyId === caller.companyId) return caller.companyId;
+    if (!isSuperadmin(caller) || !this.reads.get(ACCOUNT, companyId)) throw new AppError('not_found', 'No such company');
+    return companyId;
+  }
+
+  private async adjust(
+    principal: Principal,
+    companyId: string,
+    input: CreditGrant,
+    key: string,
+    kind: 'grant' | 'revoke',
+    meta?: Partial<RequestMeta>,
+  ): Promise<CreditBalance> {
+    const caller = requireAuthenticated(principal);
+    if (!isSuperadmin(caller)) throw new AppError('forbidden', `Only a platform superadmin may ${kind} credits`);
+    checkCredits(input.credits, ['body', 'credits']);
+    const reason = input.reason.trim();
+    if (!reason || reason.length > GRANT_REASON_MAX) {
+      throw AppError.validation([{ loc: ['body', 'reason'], msg: `must be 1 to ${GRANT_REASON_MAX} characters`, type: 'string_length' }]);
+    }
+    const actorId = caller.kind === 'user' ? caller.userId : null;
+    return transaction(this.orm, async () => {
+      const applied = await this.write(companyId, (sql, now) => {
+        const account = this.account(sql, companyId, now, false);
+        if (!account) throw new AppError('not_found', 'No such company');
+        const entryKey = `${kind}:${key}`;
+        if (this.entryExists(sql, companyId, entryKey)) return null;
+        if (kind === 'grant') {
+          this.move(sql, now, companyId, 'grant', entryKey, input.credits, { granted: input.credits }, { reason, actorId });
+          return { granted: input.credits };
+        }
+        const available = account.monthly + account.granted + account.purchased;
+        if (input.credits > available) {
+          throw AppError.validation(
+            [{ loc: ['body', 'credits'], msg: `must be at most the balance of ${available}`, type: 'less_than_equal' }],
+            `A revoke cannot take the balance below zero: needs ${input.credits} credits; balance ${available}`,
+          );
+        }
+        const granted = Math.min(account.granted, input.credits);
+        const monthly = Math.min(account.monthly, input.credits - granted);
+        const purchased = input.credits - granted - monthly;
+        this.move(sql, now, companyId, 'revoke', entryKey, input.credits, { granted: -granted, monthly: -monthly, purchased: -purchased }, { reason, actorId });
+        return { granted: -granted, monthly: -monthly, purchased: -purchased };
+      });
+      if (applied) {
+        await this.audit.record({
+          action: kind === 'grant' ? 'credits.granted' : 'credits.revoked',
+          companyId,
+          principal: caller,
+          meta,
+          targetType: 'company',
+          targetId: companyId,
+          data: { credits: input.credits, reason, buckets: applied },
+        });
+      }
+      return this.balanceInTransaction(companyId);
+    });
+  }
+
+  /** The balance as the open transaction sees it (the read connection sees committed data only). */
+  private balanceInTransaction(companyId: string): Promise<CreditBalance> {
+    return this.writer.write((sql) => {
+      const row = sql.get<AccountRow>(ACCOUNT, companyId);
+      return row ? toBalance(row) : emptyBalance(companyId);
+    });
+  }
+
+  /** Returns a hold's credits that `spent` leaves: to the buckets they came from, purchased first; an ended period's monthly part expires. */
+  private settle(sql: SyncSql, now: number, hold: HoldRow, kind: 'commit' | 'release', spent: number): void {
+    let back = hold.credits - spent;
+    const purchased = Math.min(hold.purchased, back);
+    back -= purchased;
+    const granted = Math.min(hold.granted, back);
+    back -= granted;
+    const monthly = back;
+    this.move(sql, now, hold.company_id, kind, `${kind}:${hold.id}`, kind === 'commit' ? spent : hold.credits, {
+      held: -hold.credits,
+      purchased,
+      granted,
+      monthly,
+    }, { holdId: hold.id, actorId: hold.user_id });
+    if (monthly > 0) {
+      const account = this.account(sql, hold.company_id, now, false)!;
+      if (account.period_key !== hold.period_key) {
+        this.move(sql, now, hold.company_id, 'expiry', `expiry:${hold.id}`, monthly, { monthly: -monthly }, { holdId: hold.id, periodKey: hold.period_key });
+      }
+    }
+  }
+
+  /** One entry and the same deltas on the cached balance. */
+  private move(
+    sql: SyncSql,
+    now: number,
+    companyId: string,
+    kind: CreditEntryKind,
+    key: string,
+    credits: number,
+    d: Deltas,
+    extra: { holdId?: string | null; periodKey?: string | null; reason?: string | null; actorId?: string | null } = {},
+  ): void {
+    this.entry(sql, now, companyId, kind, key, credits, d, extra);
+    sql.run(
+      `update credit_accounts set monthly = monthly + ?, granted = granted + ?, purchased = purchased + ?, held = held + ?, updated_at = ?
+       where company_id = ?`,
+      d.monthly ?? 0,
+      d.granted ?? 0,
+      d.purchased ?? 0,
+      d.held ?? 0,
+      now,
+      companyId,
+    );
+  }
+
+  private entry(
+    sql: SyncSql,
+    now: number,
+    companyId: string,
+    kind: CreditEntryKind,
+    key: string,
+    credits: number,
+    d: Deltas,
+    extra: { holdId?: string | null; periodKey?: string | null; reason?: string | null; actorId?: string | null },
+  ): void {
+    sql.run(
+      `insert into credit_entries (id, company_id, kind, idempotency_key, credits, monthly, granted, purchased, held, hold_id, period_key, reason, actor_id, created_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      uuidv7(now),
+      companyId,
+      kind,
+      key,
+      credits,
+      d.monthly ?? 0,
+      d.granted ?? 0,
+      d.purchased ?? 0,
+      d.held ?? 0,
+      extra.holdId ?? null,
+      extra.periodKey ?? null,
+      extra.reason ?? null,
+      extra.actorId ?? null,
+      now,
+    );
+  }
+
+  private entryExists(sql: SyncSql, companyId: string, key: string): boolean {
+    return sql.get('select 1 from credit_entries where company_id = ? and idempotency_key = ?', companyId, key) !== undefined;
+  }
+
+  private account(sql: SyncSql, companyId: string, now: number, create: boolean): AccountRow | undefined {
+    if (create) sql.run('insert into credit_accounts (company_id, updated_at) values (?, ?) on conflict (company_id) do nothing', companyId, now);
+    return sql.get<AccountRow>(ACCOUNT, companyId);
+  }
+
+  /** Runs one ledger write and announces the company's new balance once it commits. */
+  private write<T>(company: string | ((result: T) => string), fn: (sql: SyncSql, now: number) => T): Promise<T> {
+    return this.writer.write((sql) => {
+      const before = sql.get<{ total: number }>('select total_changes() as total');
+      const result = fn(sql, Date.now());
+      const after = sql.get<{ total: number }>('select total_changes() as total');
+      if (before?.total !== after?.total) {
+        const companyId = typeof company === 'string' ? company : company(result);
+        const row = sql.get<AccountRow>(ACCOUNT, companyId);
+        if (row) {
+          const balance = toBalance(row);
+          sql.afterCommit(() => this.events.publish('credits.changed', { companyId, balance }));
+        }
+      }
+      return result;
+    });
+  }
+}
+
+/** The calendar month (UTC) around `now`: the period of on-premise mode and of companies without a paid subscription. */
+export function calendarPeriod(now: Date): { periodKey: string; periodStart: Date; periodEnd: Date } {
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+  return { periodKey: start.toISOString().slice(0, 7), periodStart: start, periodEnd: end };
+}
+
+function checkCredits(credits: number, loc: (string | number)[], zeroAllowed = false): void {
+  if (!Number.isInteger(credits) || credits < (zeroAllowed ? 0 : 1) || credits > MAX_CREDITS_PER_WRITE) {
+    throw AppError.validation([{ loc, msg: `must be an integer from ${zeroAllowed ? 0 : 1} to ${MAX_CREDITS_PER_WRITE}`, type: 'range' }]);
+  }
+}
+
+function toBalance(row: AccountRow): CreditBalance {
+  return {
+    companyId: row.company_id,
+    monthly: row.monthly,
+    granted: row.granted,
+    purchased: row.purchased,
+    held: row.held,
+    available: row.monthly + row.granted + row.purchased,
+    periodKey: row.period_key,
+    periodStart: row.period_start === null ? null : new Date(row.period_start),
+    periodEnd: row.period_end === null ? null : new Date(row.period_end),
+    budgetMicros: row.budget_micros,
+    spendMicros: row.spend_micros,
+  };
+}
+
+function emptyBalance(companyId: string): CreditBalance {
+  return {
+    companyId,
+    monthly: 0,
+    granted: 0,
+    purchased: 0,
+    held: 0,
+    available: 0,
+    periodKey: null,
+    periodStart: null,
+    periodEnd: null,
+    budgetMicros: null,
+    spendMicros: 0,
+  };
+}
+
+function heldRow(sql: SyncSql, holdId: string): HoldRow {
+  const row = sql.get<HoldRow>(HOLD_BY_ID, holdId);
+  if (!row) throw new AppError('hold_not_found', 'No credit hold with this id');
+  return row;
+}
+
+function toHold(row: HoldRow): Hold {
+  return { id: row.id, companyId: row.company_id, credits: row.credits, status: row.status, expiresAt: new Date(row.expires_at) };
+}
