@@ -106,6 +106,7 @@ export function buildOpenApi(publicUrl: string, routes: readonly CompiledRoute[]
       { name: 'Platform', description: 'Health, model catalog and documentation feedback' },
       { name: 'Authentication', description: 'Sign-in, tokens and the caller profile' },
       { name: 'Administration', description: 'Company administration by owners, admins and company API keys' },
+      { name: 'Billing', description: 'Credits and their ledger, plans and subscriptions, top-ups, invoices, usage' },
     ],
     paths,
     components: {

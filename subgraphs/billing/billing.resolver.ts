@@ -1,22 +1,11 @@
-import { Ctx, Directive, Field, FieldResolver, ID, Int, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { Ctx, Directive, Field, FieldResolver, ID, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { PlanType } from './plan.types';
 import { Access } from '../policy/access';
 import { requireAuthenticated } from '../../src/auth/policy';
 import { AppError } from '../../src/errors/catalog';
 import type { BillingApi, PlanService } from '../../src/domains/billing';
 import type { IdentityApi, IdentityService } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
-
-@ObjectType('Plan', { description: 'A subscription plan' })
-export class PlanType {
-  @Field(() => ID)
-  id!: string;
-
-  @Field()
-  name!: string;
-
-  @Field(() => Int, { description: 'Credits allocated on the 1st of each month' })
-  monthlyCredits!: number;
-}
 
 /** Billing's view of the identity-owned Company entity. */
 @Directive('@key(fields: "id")')

@@ -168,6 +168,11 @@ export class LedgerService {
     return this.balance(this.readableCompany(principal, companyId, false));
   }
 
+  /** The balance with its budget and spend, for the company's owners, admins and keys, or a superadmin. */
+  budgetFor(principal: Principal, companyId?: string | null): CreditBalance {
+    return this.balance(this.readableCompany(principal, companyId, true));
+  }
+
   /**
    * Opens a new company's account with its first period: the current
    * calendar month (UTC) and its plan's monthly credits. Joins the caller's
