@@ -102,6 +102,7 @@ test('a serving boot schedules the mail, deletion, idle-session and cleanup swee
   t.after(() => server.close());
   await server.kernel.worker.drain();
   assert.deepEqual(await pending(server), [
+    'billing.hold_expiry',
     'identity.account_deletion',
     'identity.expired_link_cleanup',
     'identity.session_idle_expiry',
