@@ -9,7 +9,7 @@ import { GraphQLError } from 'graphql';
 import { runInUnitOfWork } from '../src/db/unit-of-work';
 import type { Orm } from '../src/db/orm';
 import { stderrLogger, type Logger } from '../src/kernel/logger';
-import { requestIdFrom } from '../src/request-id';
+import { requestIdFrom, idempotencyKeyFrom } from '../src/request-id';
 import { AppError, isAppError } from '../src/errors/catalog';
 import { Budgets, type BudgetHit } from '../src/rate-limit/budgets';
 import type { Principal } from '../src/auth/principal';
@@ -169,7 +169,13 @@ export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOp
     listen: { host: options.host, port: options.port },
     context: async ({ req }) => {
       const ip = clientIp(req, options.trustProxy);
-      const meta = { requestId: requestIdFrom(req.headers['x-request-id']), ip, userAgent: req.headers['user-agent'] ?? null };
+      const idempotencyKey = req.headers['idempotency-key'];
+      const meta = {
+        requestId: requestIdFrom(req.headers['x-request-id']),
+        ip,
+        userAgent: req.headers['user-agent'] ?? null,
+        ...(idempotencyKey === undefined ? {} : { idempotencyKey: idempotencyKeyFrom(idempotencyKey) }),
+      };
       const principal = await access.bearer(req.headers.authorization, ip);
       const hit = options.budgets.hit('default', principal, ip);
       if (!hit.allowed) throw httpError(Budgets.refusal(hit), hit);

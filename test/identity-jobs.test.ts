@@ -108,5 +108,6 @@ test('a serving boot schedules the mail, deletion, idle-session and cleanup swee
     'identity.session_idle_expiry',
     'jobs.prune',
     'mail.housekeeping',
+    'payments.monthly_allocation',
   ]);
 });

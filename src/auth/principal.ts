@@ -39,4 +39,6 @@ export interface RequestMeta {
   requestId: string;
   ip: string;
   userAgent: string | null;
+  /** The request's Idempotency-Key header ('' when malformed); operations that honour it say so. */
+  idempotencyKey?: string;
 }

@@ -7,6 +7,7 @@ import { billingDomain } from './billing';
 import { catalogDomain } from './catalog';
 import { connectorsDomain } from './connectors';
 import { identityDomain } from './identity';
+import { paymentsDomain } from './payments';
 import { platformDomain } from './platform';
 
 /**
@@ -15,7 +16,7 @@ import { platformDomain } from './platform';
  * declaration merging) and settings are assembled from this list, and boot
  * wires it after the domains it requires.
  */
-export const domains = [auditDomain, platformDomain, billingDomain, catalogDomain, identityDomain, connectorsDomain] as const;
+export const domains = [auditDomain, platformDomain, billingDomain, catalogDomain, identityDomain, connectorsDomain, paymentsDomain] as const;
 
 export type Domain = (typeof domains)[number];
 export type DomainName = Domain['name'];

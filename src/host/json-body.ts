@@ -40,8 +40,17 @@ export const jsonBodyPlugin = fp(
       } catch {
         return done(new AppError('malformed_json', 'The body is not valid UTF-8'), undefined);
       }
+      // The bytes as sent, for the one route that must verify a signature over them (the billing webhook).
+      request.rawBody = body;
       parse(request, text, done);
     });
   },
   { name: 'atrium-json-body' },
 );
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The JSON body's bytes as received (set by the JSON parser). */
+    rawBody?: Buffer;
+  }
+}

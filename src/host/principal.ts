@@ -4,10 +4,17 @@ import { anonymous, type Principal } from '../auth/principal';
 import { AppError } from '../errors/catalog';
 import { readCookie, SESSION_COOKIE } from '../auth/cookies';
 import { resolveCookiePrincipal, trustedOrigins } from './cookie-auth';
+import { idempotencyKeyFrom } from '../request-id';
 
 function clientMeta(request: FastifyRequest) {
   const userAgent = request.headers['user-agent'];
-  return { requestId: String(request.id), ip: request.ip, userAgent: userAgent ?? null };
+  const idempotencyKey = request.headers['idempotency-key'];
+  return {
+    requestId: String(request.id),
+    ip: request.ip,
+    userAgent: userAgent ?? null,
+    ...(idempotencyKey === undefined ? {} : { idempotencyKey: idempotencyKeyFrom(idempotencyKey) }),
+  };
 }
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {

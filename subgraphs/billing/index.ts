@@ -1,14 +1,16 @@
 import { defineSubgraph } from '../build-subgraph';
 import { billingDomain } from '../../src/domains/billing';
 import { identityDomain } from '../../src/domains/identity';
+import { paymentsDomain } from '../../src/domains/payments';
 import { canSeeCompany, type GraphQLContext } from '../context';
 import { BillingCompany, BillingCompanyResolver, PlanResolver } from './billing.resolver';
 import { CompanyCreditsResolver, CreditsResolver } from './credits.resolver';
+import { CompanySubscriptionResolver, PaymentsResolver } from './payments.resolver';
 
 export const billingSubgraph = defineSubgraph({
   name: 'billing',
-  domains: [billingDomain, identityDomain],
-  resolvers: [BillingCompanyResolver, PlanResolver, CreditsResolver, CompanyCreditsResolver],
+  domains: [billingDomain, identityDomain, paymentsDomain],
+  resolvers: [BillingCompanyResolver, PlanResolver, CreditsResolver, CompanyCreditsResolver, PaymentsResolver, CompanySubscriptionResolver],
   orphanedTypes: [BillingCompany],
   references: {
     Company: (ref: { id: string }, ctx: GraphQLContext) => (canSeeCompany(ctx, ref.id) ? { id: ref.id } : null),

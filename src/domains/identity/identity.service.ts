@@ -133,6 +133,33 @@ export class IdentityService {
     });
   }
 
+  /** The active owners of a company, for mail about its account (billing). */
+  async ownersOf(companyId: string): Promise<{ email: string; name: string | null }[]> {
+    const owners = await currentEm(this.orm).find(User, { company: companyId, role: 'owner', status: 'active' }, { orderBy: { createdAt: 'asc' } });
+    return owners.map((u) => ({ email: u.email, name: u.name }));
+  }
+
+  /** Every company with its plan, oldest first (the monthly allocation). */
+  async companyPlans(): Promise<{ id: string; name: string; planId: string; createdAt: Date }[]> {
+    const companies = await currentEm(this.orm).find(Company, {}, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    return companies.map((c) => ({ id: c.id, name: c.name, planId: c.planId, createdAt: c.createdAt }));
+  }
+
+  /**
+   * Puts a company on a plan (billing decides when: a subscription change,
+   * an on-premise plan change). Joins the caller's transaction. Null when
+   * there is no such company.
+   */
+  async setPlan(companyId: string, planId: string): Promise<{ from: string; to: string } | null> {
+    const em = currentEm(this.orm);
+    const company = await em.findOne(Company, { id: companyId });
+    if (!company) return null;
+    const from = company.planId;
+    company.planId = planId;
+    await em.flush();
+    return { from, to: planId };
+  }
+
   async userCount(): Promise<number> {
     return currentEm(this.orm).count(User, {});
   }

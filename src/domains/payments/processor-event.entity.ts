@@ -1,0 +1,29 @@
+import { DateTimeType, Entity, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
+
+export const eventOutcomes = ['applied', 'stale', 'ignored', 'unmatched'] as const;
+export type EventOutcome = (typeof eventOutcomes)[number];
+
+/** A processor event Atrium received: its id is the key that applies it once. */
+@Entity({ tableName: 'processor_events' })
+export class ProcessorEvent {
+  [OptionalProps]?: 'companyId' | 'receivedAt';
+
+  @PrimaryKey({ type: 'string', length: 255 })
+  id!: string;
+
+  @Property({ type: 'string', length: 100 })
+  type!: string;
+
+  /** The event's own `created` time. */
+  @Property({ type: DateTimeType })
+  createdAt!: Date;
+
+  @Property({ type: 'uuid', nullable: true })
+  companyId: string | null = null;
+
+  @Property({ type: 'string', length: 16 })
+  outcome!: EventOutcome;
+
+  @Property({ type: DateTimeType })
+  receivedAt: Date = new Date();
+}

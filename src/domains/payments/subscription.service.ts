@@ -1,0 +1,453 @@
+import type Stripe from 'stripe';
+import type { Orm } from '../../db/orm';
+import { currentEm, transaction } from '../../db/unit-of-work';
+import { AppError } from '../../errors/catalog';
+import { isSuperadmin, requireAuthenticated, requireCompanyAdmin, requireUser } from '../../auth/policy';
+import type { Principal, RequestMeta } from '../../auth/principal';
+import { checkPage, type Page } from '../../pagination';
+import type { AuditService } from '../audit';
+import { calendarPeriod, formatMicros, microsFromMinor, minorFromMicros, parseMoney, type CreditBalance, type LedgerService, type PlanService } from '../billing';
+import type { CompanyAdminService, IdentityService } from '../identity';
+import type { PaymentsConfig } from './config';
+import { Invoice } from './invoice.entity';
+import { ProcessorEvent } from './processor-event.entity';
+import { Subscription } from './subscription.entity';
+import { TopupSession } from './topup-session.entity';
+import { DEFAULT_PLAN } from './webhook.service';
+
+export const INVOICES_PER_PAGE = 20;
+export const CUSTOMERS_PER_PAGE = 25;
+/** A subscription in these states is the processor's to allocate for; any other company follows the calendar month. */
+const LIVE = ['active', 'trialing', 'past_due'] as const;
+
+export interface BillingSummary {
+  companyId: string;
+  planId: string;
+  /** The subscription's status; null without a paid subscription (on-premise, or the free plan). */
+  status: string | null;
+  periodStart: Date | null;
+  periodEnd: Date | null;
+  cancelAtPeriodEnd: boolean;
+  seats: number;
+  trialEnd: Date | null;
+  credits: CreditBalance;
+  processor: 'stripe' | 'none';
+}
+
+export interface PlanChange {
+  planId: string;
+  previousPlanId: string;
+  /** now: applied at once; next_period: a downgrade, from the next period; checkout: pay at `checkoutUrl` first. */
+  effective: 'now' | 'next_period' | 'checkout';
+  creditsAdded: number;
+  checkoutUrl: string | null;
+}
+
+export interface TopupCheckout {
+  sessionId: string;
+  url: string;
+  credits: number;
+  /** Decimal amount in the currency. */
+  amount: string;
+  currency: string;
+  expiresAt: Date;
+}
+
+export interface PaymentMethod {
+  id: string;
+  brand: string;
+  last4: string;
+  expMonth: number;
+  expYear: number;
+  isDefault: boolean;
+}
+
+export interface BillingOverview {
+  companies: number;
+  byPlan: { key: string; count: number }[];
+  byStatus: { key: string; count: number }[];
+  /** Monthly recurring revenue: the last paid invoice of each live subscription, decimal. */
+  mrr: string;
+  currency: string;
+  creditsAllocated30d: number;
+  creditsUsed30d: number;
+  failedPayments30d: number;
+}
+
+export interface BillingCustomer {
+  companyId: string;
+  name: string;
+  planId: string;
+  status: string | null;
+  seats: number;
+  periodEnd: Date | null;
+  cancelAtPeriodEnd: boolean;
+  creditsAvailable: number;
+  customerId: string | null;
+}
+
+/**
+ * Plans and subscriptions as a company's owners and the platform's operators
+ * see them: the summary, plan changes, top-up checkouts, payment methods,
+ * invoices, and the platform overview. The processor is called outside any
+ * database transaction; what it answers is written in one.
+ */
+export class SubscriptionService {
+  constructor(
+    private readonly orm: Orm,
+    private readonly stripe: Stripe | null,
+    private readonly config: PaymentsConfig,
+    private readonly ledger: LedgerService,
+    private readonly plans: PlanService,
+    private readonly accounts: IdentityService,
+    private readonly companies: CompanyAdminService,
+    private readonly audit: AuditService,
+    private readonly urls: { publicUrl: string; corsOrigins: readonly string[] },
+  ) {}
+
+  get mode(): 'stripe' | 'none' {
+    return this.stripe ? 'stripe' : 'none';
+  }
+
+  async summary(principal: Principal, companyId?: string | null): Promise<BillingSummary> {
+    const company = this.ledger.readableCompany(principal, companyId, true);
+    return this.summaryOf(company);
+  }
+
+  async summaryOf(companyId: string): Promise<BillingSummary> {
+    const sub = await currentEm(this.orm).findOne(Subscription, { companyId });
+    const credits = this.ledger.balance(companyId);
+    const live = sub && (LIVE as readonly string[]).includes(sub.status);
+    return {
+      companyId,
+      planId: this.accounts.planIdOf(companyId) ?? DEFAULT_PLAN,
+      status: sub?.status ?? null,
+      periodStart: live ? (sub.periodStart ?? credits.periodStart) : credits.periodStart,
+      periodEnd: live ? (sub.periodEnd ?? credits.periodEnd) : credits.periodEnd,
+      cancelAtPeriodEnd: sub?.cancelAtPeriodEnd ?? false,
+      seats: sub?.seats ?? 1,
+      trialEnd: sub?.trialEnd ?? null,
+      credits,
+      processor: this.mode,
+    };
+  }
+
+  /** The company's subscription, if it ever had one. */
+  async subscriptionOf(companyId: string): Promise<Subscription | null> {
+    return currentEm(this.orm).findOne(Subscription, { companyId });
+  }
+
+  /**
+   * PlanChangeRequest (owners). Without the processor, or with it for a
+   * company without a live subscription on the same plan price, the rules
+   * are: an upgrade applies at once and adds the difference of monthly
+   * credits for the rest of the period; a downgrade applies from the next
+   * period. With a live subscription the processor changes its price, with
+   * proration. A paid plan without a subscription answers a checkout URL.
+   */
+  async changePlan(principal: Principal, planId: string, meta?: Partial<RequestMeta>): Promise<PlanChange> {
+    const caller = requireUser(principal);
+    if (caller.role !== 'owner') throw new AppError('forbidden', 'Only an owner changes the plan');
+    const target = this.plans.plan(planId);
+    if (!target) throw AppError.validation([{ loc: ['body', 'plan_id'], msg: 'no such plan', type: 'value_error' }]);
+    const companyId = caller.companyId;
+    const previousPlanId = this.accounts.planIdOf(companyId) ?? DEFAULT_PLAN;
+    if (previousPlanId === planId) throw new AppError('conflict', `The company is on the ${planId} plan already`);
+    const sub = await this.subscriptionOf(companyId);
+    const live = sub?.subscriptionId && (LIVE as readonly string[]).includes(sub.status) ? sub : null;
+
+    if (this.stripe) {
+      const price = this.config.stripe!.priceByPlan.get(planId);
+      if (!live && price) return this.subscriptionCheckout(caller.companyId, caller.email, planId, previousPlanId, price, meta);
+      if (live) {
+        if (!price) throw AppError.validation([{ loc: ['body', 'plan_id'], msg: 'this plan has no price (STRIPE_PRICES)', type: 'value_error' }]);
+        await this.call(async (stripe) => {
+          const current = await stripe.subscriptions.retrieve(live.subscriptionId!);
+          const item = current.items.data[0];
+          if (!item) throw new AppError('payment_processor_error', 'The subscription has no item to change');
+          await stripe.subscriptions.update(
+            live.subscriptionId!,
+            { items: [{ id: item.id, price }], proration_behavior: 'create_prorations', metadata: { company_id: companyId, plan_id: planId } },
+            { idempotencyKey: `plan:${companyId}:${live.subscriptionId}:${planId}:${meta?.requestId ?? ''}` },
+          );
+        });
+      }
+    }
+    return transaction(this.orm, async () => {
+      const previous = this.plans.plan(previousPlanId);
+      const upgrade = !previous || target.monthlyCredits > previous.monthlyCredits;
+      await this.accounts.setPlan(companyId, planId);
+      if (live) live.planId = planId;
+      let creditsAdded = 0;
+      if (upgrade) {
+        const balance = this.ledger.balance(companyId);
+        const difference = target.monthlyCredits - (previous?.monthlyCredits ?? 0);
+        const key = `upgrade:${balance.periodKey ?? 'none'}:${planId}`;
+        if (difference > 0 && (await this.ledger.addMonthly({ companyId, credits: difference, key }))) creditsAdded = difference;
+      }
+      await this.audit.record({
+        action: 'billing.plan_changed',
+        companyId,
+        principal: caller,
+        meta,
+        targetType: 'company',
+        targetId: companyId,
+        data: { from: previousPlanId, to: planId, effective: upgrade ? 'now' : 'next_period', creditsAdded, processor: this.mode },
+      });
+      return { planId, previousPlanId, effective: upgrade ? 'now' : 'next_period', creditsAdded, checkoutUrl: null };
+    });
+  }
+
+  /**
+   * A Checkout Session in payment mode that sells `credits` at the
+   * configured price per credit. The same Idempotency-Key answers the same
+   * session; the credits arrive only through the webhook once it is paid.
+   */
+  async topupCheckout(
+    principal: Principal,
+    input: { credits: number; successUrl?: string | null; cancelUrl?: string | null },
+    meta: Partial<RequestMeta>,
+  ): Promise<TopupCheckout> {
+    const caller = requireUser(principal);
+    if (caller.role !== 'owner' && caller.role !== 'admin') throw new AppError('forbidden', 'Owners and admins buy credits');
+    const { topupMinCredits: min, topupMaxCredits: max } = this.config;
+    if (!Number.isInteger(input.credits) || input.credits < min || input.credits > max) {
+      throw AppError.validation([{ loc: ['body', 'credits'], msg: `must be an integer from ${min} to ${max}`, type: 'range' }]);
+    }
+    const successUrl = this.returnUrl(input.successUrl, 'success_url', '/app/billing?topup=success&session_id={CHECKOUT_SESSION_ID}');
+    const cancelUrl = this.returnUrl(input.cancelUrl, 'cancel_url', '/app/billing?topup=cancelled');
+    const stripe = this.requireStripe();
+    if (meta.idempotencyKey === '') {
+      throw AppError.validation([{ loc: ['header', 'Idempotency-Key'], msg: 'must be 1 to 255 visible ASCII characters', type: 'value_error' }]);
+    }
+    const key = meta.idempotencyKey ?? null;
+    const em = currentEm(this.orm);
+    if (key) {
+      const earlier = await em.findOne(TopupSession, { companyId: caller.companyId, idempotencyKey: key });
+      if (earlier) {
+        if (earlier.credits !== input.credits) throw new AppError('conflict', 'This Idempotency-Key was used for a different top-up');
+        return this.topupView(earlier);
+      }
+    }
+    const currency = this.ledger.currency;
+    const amount = minorFromMicros(input.credits * parseMoney(this.config.topupPricePerCredit, ['TOPUP_PRICE_PER_CREDIT']), currency);
+    const metadata = { kind: 'topup', company_id: caller.companyId, credits: String(input.credits) };
+    const session = await this.call(() =>
+      stripe.checkout.sessions.create(
+        {
+          mode: 'payment',
+          client_reference_id: caller.companyId,
+          customer_email: caller.email,
+          line_items: [{ quantity: 1, price_data: { currency, unit_amount: amount, product_data: { name: `${input.credits} Atrium credits` } } }],
+          metadata,
+          payment_intent_data: { metadata },
+          success_url: successUrl,
+          cancel_url: cancelUrl,
+        },
+        // Stripe answers a repeated key with the first session, never a second charge.
+        { idempotencyKey: `topup:${caller.companyId}:${key ?? meta.requestId ?? ''}` },
+      ),
+    );
+    if (!session.url) throw new AppError('payment_processor_error', 'The processor answered a session without a URL');
+    const row = em.create(TopupSession, {
+      id: session.id,
+      companyId: caller.companyId,
+      idempotencyKey: key,
+      credits: input.credits,
+      amount,
+      currency,
+      url: session.url,
+      expiresAt: new Date((session.expires_at ?? Math.floor(Date.now() / 1000) + 86400) * 1000),
+      requestedBy: caller.userId,
+    });
+    await em.flush();
+    return this.topupView(row);
+  }
+
+  async paymentMethods(principal: Principal): Promise<PaymentMethod[]> {
+    const caller = requireCompanyAdmin(principal);
+    const stripe = this.requireStripe();
+    const sub = await this.subscriptionOf(caller.companyId);
+    if (!sub) return [];
+    return this.call(async () => {
+      const customer = await stripe.customers.retrieve(sub.customerId);
+      const fallback = 'deleted' in customer && customer.deleted ? null : customer.invoice_settings?.default_payment_method;
+      const preferred = typeof fallback === 'string' ? fallback : (fallback?.id ?? null);
+      const cards = await stripe.paymentMethods.list({ customer: sub.customerId, type: 'card', limit: 100 });
+      return cards.data
+        .filter((m) => m.card)
+        .map((m) => ({ id: m.id, brand: m.card!.brand, last4: m.card!.last4, expMonth: m.card!.exp_month, expYear: m.card!.exp_year, isDefault: m.id === preferred }));
+    });
+  }
+
+  async invoices(principal: Principal, page = 1, perPage = INVOICES_PER_PAGE, companyId?: string | null): Promise<Page<Invoice>> {
+    const company = this.ledger.readableCompany(principal, companyId, true);
+    checkPage(page, perPage);
+    const [items, total] = await currentEm(this.orm).findAndCount(
+      Invoice,
+      { companyId: company },
+      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: perPage, offset: (page - 1) * perPage },
+    );
+    return { items, page, perPage, total };
+  }
+
+  async overview(principal: Principal): Promise<BillingOverview> {
+    this.requireSuperadmin(principal);
+    const em = currentEm(this.orm);
+    const companies = await this.accounts.companyPlans();
+    const subs = new Map((await em.find(Subscription, {})).map((s) => [s.companyId, s]));
+    const byPlan = countBy(companies.map((c) => c.planId));
+    const byStatus = countBy(companies.map((c) => subs.get(c.id)?.status ?? 'none'));
+    const since = new Date(Date.now() - 30 * 86400_000);
+    let mrrMicros = 0;
+    for (const sub of subs.values()) {
+      if (!(LIVE as readonly string[]).includes(sub.status)) continue;
+      const last = await em.findOne(Invoice, { companyId: sub.companyId, status: 'paid' }, { orderBy: { createdAt: 'desc' } });
+      if (last) mrrMicros += microsFromMinor(last.amountPaid, last.currency);
+    }
+    const [sums] = await em.getConnection().execute<{ allocated: number | null; used: number | null }[]>(
+      "select sum(case when kind = 'allocation' then credits end) as allocated, sum(case when kind = 'commit' then credits end) as used from credit_entries where created_at >= ?",
+      [+since],
+    );
+    const failed = await em.count(ProcessorEvent, { type: 'invoice.payment_failed', createdAt: { $gte: since } });
+    return {
+      companies: companies.length,
+      byPlan,
+      byStatus,
+      mrr: formatMicros(mrrMicros),
+      currency: this.ledger.currency,
+      creditsAllocated30d: Number(sums?.allocated ?? 0),
+      creditsUsed30d: Number(sums?.used ?? 0),
+      failedPayments30d: failed,
+    };
+  }
+
+  async customers(principal: Principal, page = 1, perPage = CUSTOMERS_PER_PAGE): Promise<Page<BillingCustomer>> {
+    const caller = this.requireSuperadmin(principal);
+    checkPage(page, perPage);
+    const companies = await this.companies.list(caller, { page, perPage });
+    const subs = new Map(
+      (await currentEm(this.orm).find(Subscription, { companyId: { $in: companies.items.map((c) => c.id) } })).map((s) => [s.companyId, s]),
+    );
+    const items = companies.items.map((c) => {
+      const sub = subs.get(c.id);
+      const credits = this.ledger.balance(c.id);
+      return {
+        companyId: c.id,
+        name: c.name,
+        planId: c.planId,
+        status: sub?.status ?? null,
+        seats: sub?.seats ?? 1,
+        periodEnd: sub?.periodEnd ?? credits.periodEnd,
+        cancelAtPeriodEnd: sub?.cancelAtPeriodEnd ?? false,
+        creditsAvailable: credits.available,
+        customerId: sub?.customerId ?? null,
+      };
+    });
+    return { items, page, perPage, total: companies.total };
+  }
+
+  /**
+   * The monthly allocation (on-premise, and every company without a live
+   * subscription): the plan's credits for the current calendar month, once
+   * per company and month. Companies with a live subscription get theirs
+   * from the processor's events.
+   */
+  async allocateCalendarMonth(now = new Date()): Promise<number> {
+    const period = calendarPeriod(now);
+    const live = new Set(
+      (await currentEm(this.orm).find(Subscription, { status: { $in: [...LIVE] }, subscriptionId: { $ne: null } })).map((s) => s.companyId),
+    );
+    let allocated = 0;
+    for (const company of await this.accounts.companyPlans()) {
+      if (live.has(company.id)) continue;
+      const credits = this.plans.plan(company.planId)?.monthlyCredits ?? 0;
+      if (await this.ledger.allocate({ companyId: company.id, credits, ...period })) allocated++;
+    }
+    return allocated;
+  }
+
+  private async subscriptionCheckout(
+    companyId: string,
+    email: string,
+    planId: string,
+    previousPlanId: string,
+    price: string,
+    meta?: Partial<RequestMeta>,
+  ): Promise<PlanChange> {
+    const stripe = this.requireStripe();
+    const sub = await this.subscriptionOf(companyId);
+    const metadata = { company_id: companyId, plan_id: planId };
+    const session = await this.call(() =>
+      stripe.checkout.sessions.create(
+        {
+          mode: 'subscription',
+          client_reference_id: companyId,
+          ...(sub ? { customer: sub.customerId } : { customer_email: email }),
+          line_items: [{ price, quantity: 1 }],
+          metadata,
+          subscription_data: { metadata },
+          success_url: `${this.urls.publicUrl}/app/billing?subscription=success&session_id={CHECKOUT_SESSION_ID}`,
+          cancel_url: `${this.urls.publicUrl}/app/billing?subscription=cancelled`,
+        },
+        { idempotencyKey: `subscribe:${companyId}:${planId}:${meta?.idempotencyKey || meta?.requestId || ''}` },
+      ),
+    );
+    return { planId, previousPlanId, effective: 'checkout', creditsAdded: 0, checkoutUrl: session.url ?? null };
+  }
+
+  private topupView(row: TopupSession): TopupCheckout {
+    return {
+      sessionId: row.id,
+      url: row.url,
+      credits: row.credits,
+      amount: formatMicros(microsFromMinor(row.amount, row.currency)),
+      currency: row.currency,
+      expiresAt: row.expiresAt,
+    };
+  }
+
+  /** A return URL of the checkout: under PUBLIC_URL or a CORS origin, never elsewhere (no open redirect). */
+  private returnUrl(given: string | null | undefined, field: string, fallbackPath: string): string {
+    if (!given) return `${this.urls.publicUrl}${fallbackPath}`;
+    let url: URL | null = null;
+    try {
+      url = new URL(given);
+    } catch {
+      url = null;
+    }
+    const allowed = [this.urls.publicUrl, ...this.urls.corsOrigins].map((o) => new URL(o).origin);
+    if (!url || !allowed.includes(url.origin)) {
+      throw AppError.validation([{ loc: ['body', field], msg: 'must be a URL under PUBLIC_URL or one of CORS_ORIGINS', type: 'value_error.url' }]);
+    }
+    return url.href;
+  }
+
+  private requireStripe(): Stripe {
+    if (!this.stripe) throw new AppError('payment_processor_not_configured', 'This server has no payment processor (on-premise mode)');
+    return this.stripe;
+  }
+
+  private requireSuperadmin(principal: Principal) {
+    const caller = requireAuthenticated(principal);
+    if (!isSuperadmin(caller)) throw new AppError('forbidden', 'Platform superadmins only');
+    return caller;
+  }
+
+  /** A processor call; its failures become a 502 problem (an AppError passes as it is). */
+  private async call<T>(fn: (stripe: Stripe) => Promise<T>): Promise<T> {
+    try {
+      return await fn(this.requireStripe());
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      throw new AppError('payment_processor_error', `The payment processor refused the request: ${(error as Error).message}`, { cause: error });
+    }
+  }
+}
+
+function countBy(keys: string[]): { key: string; count: number }[] {
+  const counts = new Map<string, number>();
+  for (const key of keys) counts.set(key, (counts.get(key) ?? 0) + 1);
+  return [...counts].map(([key, count]) => ({ key, count })).sort((a, b) => a.key.localeCompare(b.key));
+}
+

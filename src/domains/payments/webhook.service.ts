@@ -1,0 +1,367 @@
+import type Stripe from 'stripe';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { Orm } from '../../db/orm';
+import { currentEm, transaction } from '../../db/unit-of-work';
+import { AppError } from '../../errors/catalog';
+import type { Mailer } from '../../mail/mailer';
+import type { Logger } from '../../kernel/logger';
+import type { LedgerService, PlanService } from '../billing';
+import type { IdentityService } from '../identity';
+import type { StripeSettings } from './config';
+import { Invoice } from './invoice.entity';
+import { billingMail, type BillingMailKind } from './mail';
+import { ProcessorEvent, type EventOutcome } from './processor-event.entity';
+import { Subscription, subscriptionStatuses, type SubscriptionStatus } from './subscription.entity';
+import { TopupSession } from './topup-session.entity';
+
+/** The plan a company returns to when its subscription ends. */
+export const DEFAULT_PLAN = 'starter';
+/** The Stripe signature's tolerance: an event signed longer ago than this is refused (replay). */
+export const SIGNATURE_TOLERANCE_SECONDS = 300;
+
+/** The key of the first period's credits, shared by the checkout and the first invoice, whichever comes first. */
+export const firstPeriodKey = (subscriptionId: string) => `stripe:${subscriptionId}:first`;
+export const periodKey = (subscriptionId: string, start: Date) => `stripe:${subscriptionId}:${Math.floor(+start / 1000)}`;
+
+type Obj = Record<string, unknown>;
+const str = (v: unknown): string | null => (typeof v === 'string' && v ? v : null);
+const idOf = (v: unknown): string | null => str(v) ?? str((v as Obj | null)?.id);
+const time = (v: unknown): Date | null => (typeof v === 'number' && Number.isFinite(v) ? new Date(v * 1000) : null);
+const metadataOf = (o: Obj): Obj => ((o.metadata as Obj | null) ?? {}) as Obj;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The subscription's period, from its first item (recent API versions) or the subscription itself (older ones). */
+function subscriptionPeriod(sub: Obj): { start: Date | null; end: Date | null } {
+  const item = ((sub.items as Obj | undefined)?.data as Obj[] | undefined)?.[0] ?? {};
+  return { start: time(item.current_period_start ?? sub.current_period_start), end: time(item.current_period_end ?? sub.current_period_end) };
+}
+
+function subscriptionPrice(sub: Obj): { price: string | null; quantity: number | null } {
+  const item = ((sub.items as Obj | undefined)?.data as Obj[] | undefined)?.[0];
+  if (!item) return { price: null, quantity: null };
+  return { price: idOf(item.price), quantity: typeof item.quantity === 'number' ? item.quantity : null };
+}
+
+/** The subscription an invoice bills: `subscription` in older API versions, `parent.subscription_details` in newer ones. */
+function invoiceSubscription(invoice: Obj): { id: string | null; metadata: Obj } {
+  const details = ((invoice.parent as Obj | null)?.subscription_details ?? invoice.subscription_details) as Obj | null | undefined;
+  return { id: idOf(invoice.subscription) ?? idOf(details?.subscription), metadata: ((details?.metadata as Obj | null) ?? {}) as Obj };
+}
+
+/** The subscription period an invoice pays for: its lines' periods (the invoice's own period_* cover the period before). */
+function invoicePeriod(invoice: Obj): { start: Date | null; end: Date | null; price: string | null } {
+  const lines = ((invoice.lines as Obj | undefined)?.data as Obj[] | undefined) ?? [];
+  let best: { start: Date | null; end: Date | null; price: string | null } = { start: null, end: null, price: null };
+  for (const line of lines) {
+    const period = line.period as Obj | undefined;
+    const end = time(period?.end);
+    if (end && (!best.end || end > best.end)) {
+      const pricing = line.pricing as Obj | undefined;
+      best = { start: time(period?.start), end, price: idOf(line.price) ?? str((pricing?.price_details as Obj | undefined)?.price) };
+    }
+  }
+  return best;
+}
+
+function statusOf(stripeStatus: unknown): SubscriptionStatus {
+  const status = stripeStatus === 'canceled' ? 'cancelled' : String(stripeStatus);
+  return (subscriptionStatuses as readonly string[]).includes(status) ? (status as SubscriptionStatus) : 'incomplete';
+}
+
+interface Applied {
+  companyId: string | null;
+  outcome: EventOutcome;
+}
+
+/**
+ * POST /billing/webhook: verifies the processor's signature over the raw
+ * body, then applies each event once, from its own payload. The event's
+ * record, its ledger entries, its state change and its mail commit in one
+ * transaction; a duplicate id changes nothing. Per subscription, an event
+ * older than the newest one applied changes no state (a late
+ * `invoice.payment_failed` does not undo a later success).
+ */
+export class WebhookService {
+  constructor(
+    private readonly orm: Orm,
+    private readonly stripe: Stripe | null,
+    private readonly settings: StripeSettings | null,
+    private readonly ledger: LedgerService,
+    private readonly plans: PlanService,
+    private readonly accounts: IdentityService,
+    private readonly mailer: Mailer,
+    private readonly log: Logger,
+  ) {}
+
+  async receive(raw: Buffer | undefined, signature: string | string[] | undefined): Promise<{ received: true; duplicate: boolean }> {
+    if (!this.stripe || !this.settings) throw new AppError('payment_processor_not_configured', 'This server has no payment processor (on-premise mode)');
+    if (!raw || typeof signature !== 'string' || !signature) {
+      throw new AppError('webhook_signature_invalid', 'The Stripe-Signature header and a JSON body are required');
+    }
+    let event: Stripe.Event;
+    try {
+      event = this.stripe.webhooks.constructEvent(raw, signature, this.settings.webhookSecret, SIGNATURE_TOLERANCE_SECONDS);
+    } catch {
+      throw new AppError('webhook_signature_invalid', 'The signature does not match the body, or it is older than 300 seconds');
+    }
+    try {
+      await transaction(this.orm, async (em) => {
+        const record = em.create(ProcessorEvent, { id: event.id, type: event.type, createdAt: new Date(event.created * 1000), outcome: 'ignored' });
+        // First, so a duplicate delivered by another process fails here, before any effect.
+        await em.flush();
+        const applied = await this.apply(event);
+        record.outcome = applied.outcome;
+        record.companyId = applied.companyId;
+        await em.flush();
+      });
+    } catch (error) {
+      if (error instanceof UniqueConstraintViolationException) return { received: true, duplicate: true };
+      throw error;
+    }
+    return { received: true, duplicate: false };
+  }
+
+  private async apply(event: Stripe.Event): Promise<Applied> {
+    const object = event.data.object as unknown as Obj;
+    const created = new Date(event.created * 1000);
+    switch (event.type) {
+      case 'checkout.session.completed':
+        return object.mode === 'payment' ? this.topupCompleted(object) : this.subscriptionStarted(object, created);
+      case 'invoice.payment_succeeded':
+        return this.invoicePaid(object, created);
+      case 'invoice.payment_failed':
+        return this.invoiceFailed(object, created);
+      case 'customer.subscription.updated':
+        return this.subscriptionUpdated(object, created);
+      case 'customer.subscription.deleted':
+        return this.subscriptionDeleted(object, created);
+      case 'customer.subscription.trial_will_end':
+        return this.trialEnding(object);
+      case 'payment_intent.succeeded':
+        return this.paymentSucceeded(object);
+      default:
+        return { companyId: null, outcome: 'ignored' };
+    }
+  }
+
+  /** The company an object names (client_reference_id, metadata.company_id) when it exists, else the customer's. */
+  private async companyOf(object: Obj, metadata: Obj = metadataOf(object)): Promise<string | null> {
+    for (const candidate of [str(object.client_reference_id), str(metadata.company_id)]) {
+      if (candidate && UUID.test(candidate) && this.accounts.planIdOf(candidate) !== null) return candidate;
+    }
+    const customer = idOf(object.customer);
+    if (!customer) return null;
+    const sub = await currentEm(this.orm).findOne(Subscription, { customerId: customer });
+    return sub?.companyId ?? null;
+  }
+
+  private planOf(price: string | null, metadata: Obj): string | null {
+    const byPrice = price ? this.settings?.planByPrice.get(price) : undefined;
+    const plan = byPrice ?? str(metadata.plan_id);
+    return plan && this.plans.exists(plan) ? plan : null;
+  }
+
+  private async topupCompleted(session: Obj): Promise<Applied> {
+    const metadata = metadataOf(session);
+    const companyId = await this.companyOf(session);
+    if (!companyId || metadata.kind !== 'topup') return { companyId, outcome: companyId ? 'ignored' : 'unmatched' };
+    const em = currentEm(this.orm);
+    const topup = await em.findOne(TopupSession, { id: String(session.id) });
+    if (topup) {
+      topup.paymentIntentId = idOf(session.payment_intent);
+      if (session.payment_status === 'paid') topup.completedAt ??= new Date();
+    }
+    if (session.payment_status === 'paid') await this.creditTopup(companyId, metadata, idOf(session.payment_intent) ?? String(session.id));
+    return { companyId, outcome: 'applied' };
+  }
+
+  private async paymentSucceeded(intent: Obj): Promise<Applied> {
+    const metadata = metadataOf(intent);
+    if (metadata.kind !== 'topup') return { companyId: null, outcome: 'ignored' };
+    const companyId = await this.companyOf(intent);
+    if (!companyId) return { companyId: null, outcome: 'unmatched' };
+    await this.creditTopup(companyId, metadata, String(intent.id));
+    return { companyId, outcome: 'applied' };
+  }
+
+  /** The credits of a paid top-up: once per payment intent, whichever of its two events comes first. */
+  private async creditTopup(companyId: string, metadata: Obj, paymentIntent: string): Promise<void> {
+    const credits = Number(metadata.credits);
+    if (!Number.isInteger(credits) || credits < 1) {
+      this.log.warn({ paymentIntent }, 'a top-up payment carries no credit count; nothing credited');
+      return;
+    }
+    await this.ledger.topUp({ companyId, credits, key: paymentIntent });
+  }
+
+  private async subscriptionStarted(session: Obj, created: Date): Promise<Applied> {
+    const companyId = await this.companyOf(session);
+    const subscriptionId = idOf(session.subscription);
+    const customerId = idOf(session.customer);
+    if (!companyId || !subscriptionId || !customerId) return { companyId, outcome: 'unmatched' };
+    const expanded = typeof session.subscription === 'object' && session.subscription ? (session.subscription as Obj) : null;
+    const planId = this.planOf(expanded ? subscriptionPrice(expanded).price : null, metadataOf(session)) ?? this.accounts.planIdOf(companyId) ?? DEFAULT_PLAN;
+    const period = expanded ? subscriptionPeriod(expanded) : { start: null, end: null };
+    const start = period.start ?? created;
+    const end = period.end ?? addMonth(start);
+    const sub = await this.subscriptionRow(companyId, customerId);
+    if (isStale(sub, created)) return { companyId, outcome: 'stale' };
+    Object.assign(sub, { subscriptionId, planId, status: expanded ? statusOf(expanded.status) : 'active', periodStart: start, periodEnd: end, lastEventAt: created });
+    await this.accounts.setPlan(companyId, planId);
+    const credits = this.plans.plan(planId)?.monthlyCredits ?? 0;
+    const allocated = await this.ledger.allocate({ companyId, periodKey: firstPeriodKey(subscriptionId), periodStart: start, periodEnd: end, credits });
+    await this.mail(companyId, 'subscription_started', sub, allocated ? credits : null);
+    return { companyId, outcome: 'applied' };
+  }
+
+  private async invoicePaid(invoice: Obj, created: Date): Promise<Applied> {
+    const { id: subscriptionId, metadata } = invoiceSubscription(invoice);
+    const companyId = await this.companyOf(invoice, metadata);
+    if (!companyId) return { companyId, outcome: 'unmatched' };
+    await this.mirror(companyId, invoice, created);
+    const customerId = idOf(invoice.customer);
+    if (!subscriptionId || !customerId) return { companyId, outcome: 'applied' };
+    const period = invoicePeriod(invoice);
+    const sub = await this.subscriptionRow(companyId, customerId);
+    if (isStale(sub, created)) return { companyId, outcome: 'stale' };
+    const planId = this.planOf(period.price, metadata) ?? sub.planId;
+    Object.assign(sub, { subscriptionId, planId, status: 'active', lastEventAt: created });
+    if (period.start) sub.periodStart = period.start;
+    if (period.end) sub.periodEnd = period.end;
+    await this.accounts.setPlan(companyId, planId);
+    const first = invoice.billing_reason === 'subscription_create';
+    const start = period.start ?? created;
+    const credits = this.plans.plan(planId)?.monthlyCredits ?? 0;
+    const allocated = await this.ledger.allocate({
+      companyId,
+      periodKey: first ? firstPeriodKey(subscriptionId) : periodKey(subscriptionId, start),
+      periodStart: start,
+      periodEnd: period.end ?? addMonth(start),
+      credits,
+    });
+    if (allocated && !first) await this.mail(companyId, 'subscription_renewed', sub, credits);
+    return { companyId, outcome: 'applied' };
+  }
+
+  private async invoiceFailed(invoice: Obj, created: Date): Promise<Applied> {
+    const { metadata } = invoiceSubscription(invoice);
+    const companyId = await this.companyOf(invoice, metadata);
+    if (!companyId) return { companyId, outcome: 'unmatched' };
+    await this.mirror(companyId, invoice, created);
+    const customerId = idOf(invoice.customer);
+    if (!customerId) return { companyId, outcome: 'applied' };
+    const sub = await this.subscriptionRow(companyId, customerId);
+    if (isStale(sub, created)) return { companyId, outcome: 'stale' };
+    Object.assign(sub, { status: 'past_due', lastEventAt: created });
+    await this.mail(companyId, 'payment_failed', sub, null);
+    return { companyId, outcome: 'applied' };
+  }
+
+  private async subscriptionUpdated(object: Obj, created: Date): Promise<Applied> {
+    const companyId = await this.companyOf(object);
+    const customerId = idOf(object.customer);
+    if (!companyId || !customerId) return { companyId, outcome: 'unmatched' };
+    const sub = await this.subscriptionRow(companyId, customerId);
+    if (isStale(sub, created)) return { companyId, outcome: 'stale' };
+    const { price, quantity } = subscriptionPrice(object);
+    const period = subscriptionPeriod(object);
+    const planId = this.planOf(price, metadataOf(object)) ?? sub.planId;
+    Object.assign(sub, {
+      subscriptionId: String(object.id),
+      planId,
+      status: statusOf(object.status),
+      seats: quantity ?? sub.seats,
+      cancelAtPeriodEnd: object.cancel_at_period_end === true,
+      trialEnd: time(object.trial_end),
+      lastEventAt: created,
+    });
+    if (period.start) sub.periodStart = period.start;
+    if (period.end) sub.periodEnd = period.end;
+    if (sub.status !== 'cancelled') await this.accounts.setPlan(companyId, planId);
+    return { companyId, outcome: 'applied' };
+  }
+
+  private async subscriptionDeleted(object: Obj, created: Date): Promise<Applied> {
+    const companyId = await this.companyOf(object);
+    const customerId = idOf(object.customer);
+    if (!companyId || !customerId) return { companyId, outcome: 'unmatched' };
+    const sub = await this.subscriptionRow(companyId, customerId);
+    if (isStale(sub, created)) return { companyId, outcome: 'stale' };
+    Object.assign(sub, { status: 'cancelled', cancelAtPeriodEnd: false, lastEventAt: created });
+    await this.mail(companyId, 'subscription_cancelled', sub, null);
+    // Back on the default plan: the monthly job gives its calendar-month credits from the next month.
+    await this.accounts.setPlan(companyId, DEFAULT_PLAN);
+    return { companyId, outcome: 'applied' };
+  }
+
+  private async trialEnding(object: Obj): Promise<Applied> {
+    const companyId = await this.companyOf(object);
+    const customerId = idOf(object.customer);
+    if (!companyId || !customerId) return { companyId, outcome: 'unmatched' };
+    const sub = await this.subscriptionRow(companyId, customerId);
+    sub.trialEnd = time(object.trial_end) ?? sub.trialEnd;
+    await this.mail(companyId, 'trial_ending_in_2d', sub, null);
+    return { companyId, outcome: 'applied' };
+  }
+
+  /** The company's subscription row, created on its first event (the processor's customer id names it from then on). */
+  private async subscriptionRow(companyId: string, customerId: string): Promise<Subscription> {
+    const em = currentEm(this.orm);
+    const existing = await em.findOne(Subscription, { companyId });
+    if (existing) {
+      existing.customerId = customerId;
+      return existing;
+    }
+    return em.create(Subscription, { companyId, customerId, planId: this.accounts.planIdOf(companyId) ?? DEFAULT_PLAN, status: 'incomplete' });
+  }
+
+  /** The invoice as the processor last reported it; an older event does not overwrite a newer one. */
+  private async mirror(companyId: string, object: Obj, created: Date): Promise<void> {
+    const em = currentEm(this.orm);
+    const id = String(object.id);
+    const invoice = (await em.findOne(Invoice, { id })) ?? em.create(Invoice, {
+      id,
+      companyId,
+      status: 'draft',
+      amountDue: 0,
+      amountPaid: 0,
+      currency: 'usd',
+      createdAt: time(object.created) ?? created,
+    });
+    if (invoice.lastEventAt && created < invoice.lastEventAt) return;
+    const period = invoicePeriod(object);
+    Object.assign(invoice, {
+      number: str(object.number),
+      status: str(object.status) ?? invoice.status,
+      amountDue: typeof object.amount_due === 'number' ? object.amount_due : invoice.amountDue,
+      amountPaid: typeof object.amount_paid === 'number' ? object.amount_paid : invoice.amountPaid,
+      currency: str(object.currency) ?? invoice.currency,
+      periodStart: period.start ?? time(object.period_start),
+      periodEnd: period.end ?? time(object.period_end),
+      hostedUrl: str(object.hosted_invoice_url),
+      lastEventAt: created,
+    });
+  }
+
+  /** One mail per owner, in the event's transaction (the outbox): a rolled-back event sends none. */
+  private async mail(companyId: string, kind: BillingMailKind, sub: Subscription, credits: number | null): Promise<void> {
+    const company = (await this.accounts.companiesByIds([companyId]))[0];
+    const plan = this.plans.plan(sub.planId)?.name ?? sub.planId;
+    for (const owner of await this.accounts.ownersOf(companyId)) {
+      await this.mailer.enqueue(
+        owner.email,
+        billingMail(kind, { name: owner.name, company: company?.name ?? '', plan, periodEnd: sub.periodEnd, trialEnd: sub.trialEnd, credits }),
+      );
+    }
+  }
+}
+
+function isStale(sub: Subscription, created: Date): boolean {
+  return sub.lastEventAt !== null && created < sub.lastEventAt;
+}
+
+export function addMonth(date: Date): Date {
+  const next = new Date(date);
+  next.setUTCMonth(next.getUTCMonth() + 1);
+  return next;
+}
