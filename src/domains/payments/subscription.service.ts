@@ -420,7 +420,8 @@ export class SubscriptionService {
     if (!url || !allowed.includes(url.origin)) {
       throw AppError.validation([{ loc: ['body', field], msg: 'must be a URL under PUBLIC_URL or one of CORS_ORIGINS', type: 'value_error.url' }]);
     }
-    return url.href;
+    // As given: URL would percent-encode the processor's {CHECKOUT_SESSION_ID} placeholder.
+    return given;
   }
 
   private requireStripe(): Stripe {

@@ -1,0 +1,383 @@
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import Stripe from 'stripe';
+import type { FastifyInstance } from 'fastify';
+import { build } from './helper';
+import { assertCode, assertInvalid, call, cast, sql } from './admin-helper';
+import { assertLedgerAddsUp } from './ledger-helper';
+import { startFakeStripe } from './fake-stripe';
+import { loadPaymentsConfig } from '../src/domains/payments';
+import { calendarPeriod } from '../src/domains/billing';
+
+const WEBHOOK_SECRET = 'whsec_test_atrium';
+let events = 0;
+
+async function stripeApp(t: TestContext) {
+  const fake = await startFakeStripe();
+  t.after(() => fake.close());
+  const payments = loadPaymentsConfig({
+    STRIPE_SECRET_KEY: 'sk_test_atrium',
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    STRIPE_PRICES: 'starter:price_starter,professional:price_pro',
+    STRIPE_API_URL: fake.url,
+  });
+  const app = await build(t, { payments });
+  return { app, fake, c: await cast(app) };
+}
+
+function event(type: string, object: Record<string, unknown>, created = Math.floor(Date.now() / 1000), id = `evt_${++events}`) {
+  return { id, object: 'event', type, created, livemode: false, api_version: '2026-10-28.endive', data: { object } };
+}
+
+function deliver(app: FastifyInstance, body: unknown, options: { secret?: string; timestamp?: number; signature?: string | null } = {}) {
+  const payload = JSON.stringify(body);
+  const signature =
+    options.signature === undefined
+      ? Stripe.webhooks.generateTestHeaderString({ payload, secret: options.secret ?? WEBHOOK_SECRET, ...(options.timestamp ? { timestamp: options.timestamp } : {}) })
+      : options.signature;
+  return app.inject({
+    method: 'POST',
+    url: '/v1/billing/webhook',
+    headers: { 'content-type': 'application/json', ...(signature === null ? {} : { 'stripe-signature': signature }) },
+    payload,
+  });
+}
+
+async function outbox(app: FastifyInstance, template: string) {
+  return sql<{ to_address: string; subject: string; text: string; html: string }>(app, 'select * from mail_outbox where template = ? order by created_at', [template]);
+}
+
+const day = 86400;
+const subscriptionCheckout = (companyId: string, subscription = 'sub_1', customer = 'cus_1') => ({
+  id: `cs_sub_${subscription}`,
+  object: 'checkout.session',
+  mode: 'subscription',
+  client_reference_id: companyId,
+  customer,
+  subscription,
+  metadata: { company_id: companyId, plan_id: 'professional' },
+  payment_status: 'paid',
+});
+
+function invoice(id: string, customer: string, subscription: string, reason: string, start: number, status = 'paid') {
+  return {
+    id,
+    object: 'invoice',
+    customer,
+    number: `INV-${id}`,
+    status,
+    billing_reason: reason,
+    amount_due: 4900,
+    amount_paid: status === 'paid' ? 4900 : 0,
+    currency: 'usd',
+    created: start,
+    hosted_invoice_url: `https://invoice.stripe.test/${id}`,
+    parent: { type: 'subscription_details', subscription_details: { subscription, metadata: {} } },
+    lines: { object: 'list', data: [{ id: `il_${id}`, period: { start, end: start + 30 * day }, pricing: { price_details: { price: 'price_pro' } } }] },
+  };
+}
+
+test('on-premise mode: the processor operations answer 503 and a plan change applies at once', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  assertCode(await deliver(app, event('invoice.payment_succeeded', {})), 503, 'payment_processor_not_configured');
+  assertCode(await call(app, c.tokens.ownerA, 'POST', '/v1/billing/topup', { credits: 500 }), 503, 'payment_processor_not_configured');
+  assertCode(await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/topup/checkout', { credits: 500 }), 503, 'payment_processor_not_configured');
+  assertCode(await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/payment-methods'), 503, 'payment_processor_not_configured');
+
+  const up = await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'professional' });
+  assert.equal(up.statusCode, 200, up.body);
+  const change = up.json() as Record<string, unknown> & { plan: { id: string } };
+  assert.deepEqual({ ...change, plan: change.plan.id }, { plan: 'professional', previous_plan_id: 'starter', effective: 'now', credits_added: 4000, checkout_url: null });
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).monthly, 6000);
+  const again = await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'professional' });
+  assertCode(again, 409, 'conflict');
+  const down = await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'starter' });
+  assert.equal(down.json().effective, 'next_period');
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).monthly, 6000, 'a downgrade keeps this period\'s credits');
+  // Up again in the same period: the difference was added once already.
+  const reUp = await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'professional' });
+  assert.equal(reUp.json().credits_added, 0);
+
+  const summary = (await call(app, c.tokens.adminA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.equal(summary.plan.id, 'professional');
+  assert.equal(summary.status, null);
+  assert.equal(summary.processor, 'none');
+  assert.equal(summary.credits.monthly, 6000);
+  const audit = await sql(app, "select 1 from audit_events where action = 'billing.plan_changed'");
+  assert.equal(audit.length, 3);
+  await assertLedgerAddsUp(app);
+});
+
+test('plan change and summary role rules: owners change plans; members read no billing', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  for (const token of [c.tokens.adminA, c.tokens.keyA, c.tokens.memberA]) {
+    assertCode(await call(app, token, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'professional' }), 403, 'forbidden');
+  }
+  assertInvalid(await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'platinum' }), 'body.plan_id');
+  assertInvalid(await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/plan/change', {}), 'body.plan_id');
+  assertCode(await call(app, c.tokens.memberA, 'GET', '/v1/admin/billing/summary'), 403, 'forbidden');
+  assertCode(await call(app, c.tokens.memberA, 'GET', '/v1/admin/billing/invoices'), 403, 'forbidden');
+  assertCode(await call(app, c.tokens.ownerB, 'GET', `/v1/admin/billing/summary?company_id=${c.a.companyId}`), 404, 'not_found');
+  for (const token of [c.tokens.ownerA, c.tokens.keyA]) {
+    assertCode(await call(app, token, 'GET', '/v1/admin/billing/overview'), 403, 'forbidden');
+    assertCode(await call(app, token, 'GET', '/v1/admin/billing/customers'), 403, 'forbidden');
+  }
+  const overview = await call(app, c.tokens.superadmin, 'GET', '/v1/admin/billing/overview');
+  assert.equal(overview.statusCode, 200, overview.body);
+  assert.equal(overview.json().companies, 3);
+  assert.deepEqual(overview.json().by_plan, [{ key: 'starter', count: 3 }]);
+  assert.deepEqual(overview.json().by_status, [{ key: 'none', count: 3 }]);
+  assert.equal(overview.json().credits_allocated30d, 6000);
+  const customers = await call(app, c.tokens.superadmin, 'GET', '/v1/admin/billing/customers?per_page=2');
+  assert.equal(customers.statusCode, 200, customers.body);
+  assert.deepEqual([customers.json().total, customers.json().items.length, customers.json().per_page], [3, 2, 2]);
+  assert.equal(customers.json().items[0].credits_available, 2000);
+  assert.match(String(customers.headers.link), /rel="next"/);
+  assert.equal((await call(app, c.tokens.superadmin, 'GET', '/v1/admin/billing/customers')).json().per_page, 25);
+});
+
+test('the webhook refuses a missing, wrong or stale signature and changes nothing', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const body = event('checkout.session.completed', subscriptionCheckout(c.a.companyId));
+  assertCode(await deliver(app, body, { signature: null }), 400, 'webhook_signature_invalid');
+  assertCode(await deliver(app, body, { secret: 'whsec_someone_else' }), 400, 'webhook_signature_invalid');
+  assertCode(await deliver(app, body, { signature: 't=1,v1=deadbeef' }), 400, 'webhook_signature_invalid');
+  assertCode(await deliver(app, body, { timestamp: Math.floor(Date.now() / 1000) - 301 }), 400, 'webhook_signature_invalid');
+  // A body changed after signing.
+  const payload = JSON.stringify(body);
+  const header = Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
+  const tampered = await app.inject({
+    method: 'POST',
+    url: '/v1/billing/webhook',
+    headers: { 'content-type': 'application/json', 'stripe-signature': header },
+    payload: payload.replace('professional', 'enterprise'),
+  });
+  assertCode(tampered, 400, 'webhook_signature_invalid');
+  assert.equal((await sql(app, 'select * from processor_events')).length, 0);
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).monthly, 2000);
+});
+
+test('checkout.session.completed starts the subscription once: credits for its period, the plan, one mail; a duplicate changes nothing', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const body = event('checkout.session.completed', subscriptionCheckout(c.a.companyId));
+  const first = await deliver(app, body);
+  assert.equal(first.statusCode, 200, first.body);
+  assert.deepEqual(first.json(), { received: true, duplicate: false });
+  const dup = await deliver(app, body);
+  assert.deepEqual(dup.json(), { received: true, duplicate: true });
+
+  const balance = app.domains.billing.ledger.balance(c.a.companyId);
+  assert.equal(balance.monthly, 6000, 'professional credits; the starter month expired');
+  assert.equal(balance.periodKey, 'stripe:sub_1:first');
+  const summary = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.deepEqual([summary.plan.id, summary.status, summary.processor], ['professional', 'active', 'stripe']);
+  const mails = await outbox(app, 'subscription_started');
+  assert.deepEqual(mails.map((m) => m.to_address), [c.a.email]);
+  assert.match(mails[0]!.text, /Professional plan/);
+  assert.match(mails[0]!.html, /<html/i);
+  const kinds = await sql<{ kind: string }>(app, 'select kind from credit_entries where company_id = ? order by id', [c.a.companyId]);
+  assert.deepEqual(kinds.map((k) => k.kind), ['allocation', 'expiry', 'allocation']);
+  await assertLedgerAddsUp(app);
+});
+
+test('invoices renew the period once, mirror the invoice, and a late failure does not undo a newer success', async (t) => {
+  const { app, c } = await stripeApp(t);
+  // Times inside the company's first calendar month, after its creation's period start.
+  const base = Math.floor(+calendarPeriod(new Date()).periodStart / 1000);
+  await deliver(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), base + 60));
+  // The first invoice shares the checkout's period: no second allocation, no "renewed" mail.
+  await deliver(app, event('invoice.payment_succeeded', invoice('in_1', 'cus_1', 'sub_1', 'subscription_create', base + 60), base + 65));
+  assert.equal((await sql(app, "select 1 from credit_entries where kind = 'allocation' and company_id = ?", [c.a.companyId])).length, 2);
+  assert.equal((await outbox(app, 'subscription_renewed')).length, 0);
+
+  // Spend some, then the renewal: a new period of 6000, the rest expires.
+  const ledger = app.domains.billing.ledger;
+  await app.domains.billing.ledger.reserve({ companyId: c.a.companyId, credits: 100, key: 'spend', feature: 'chat' }).then((h) => ledger.commit(h.id, { credits: 100 }));
+  const failedEarlier = event('invoice.payment_failed', invoice('in_2', 'cus_1', 'sub_1', 'subscription_cycle', base + 120, 'open'), base + 100);
+  const renewal = event('invoice.payment_succeeded', invoice('in_2', 'cus_1', 'sub_1', 'subscription_cycle', base + 120), base + 130);
+  assert.equal((await deliver(app, renewal)).statusCode, 200);
+  const balance = ledger.balance(c.a.companyId);
+  assert.deepEqual([balance.monthly, balance.periodKey], [6000, `stripe:sub_1:${base + 120}`]);
+  assert.equal((await outbox(app, 'subscription_renewed')).length, 1);
+
+  // The failure happened first but arrives last: recorded, stale, no state change, no mail, the invoice stays paid.
+  assert.equal((await deliver(app, failedEarlier)).statusCode, 200);
+  const summary = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.equal(summary.status, 'active');
+  assert.equal((await outbox(app, 'payment_failed')).length, 0);
+  const [stale] = await sql<{ outcome: string }>(app, 'select outcome from processor_events where id = ?', [failedEarlier.id]);
+  assert.equal(stale!.outcome, 'stale');
+
+  const invoices = (await call(app, c.tokens.adminA, 'GET', '/v1/admin/billing/invoices')).json();
+  assert.equal(invoices.total, 2);
+  assert.deepEqual(
+    { id: invoices.items[0].id, status: invoices.items[0].status, amount_paid: invoices.items[0].amount_paid, currency: invoices.items[0].currency },
+    { id: 'in_2', status: 'paid', amount_paid: '49.00', currency: 'usd' },
+  );
+  assert.equal(invoices.items[0].hosted_url, 'https://invoice.stripe.test/in_2');
+  assert.equal(invoices.per_page, 20);
+
+  // A newer failure does apply: past_due and one mail.
+  await deliver(app, event('invoice.payment_failed', invoice('in_3', 'cus_1', 'sub_1', 'subscription_cycle', base + 200, 'open'), base + 200));
+  assert.equal((await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json().status, 'past_due');
+  assert.equal((await outbox(app, 'payment_failed')).length, 1);
+  await assertLedgerAddsUp(app);
+});
+
+test('subscription updates set plan, seats and cancel_at_period_end; trial end and deletion mail the owners', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const now = Math.floor(Date.now() / 1000);
+  await deliver(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), now - 100));
+  const updated = {
+    id: 'sub_1',
+    object: 'subscription',
+    customer: 'cus_1',
+    status: 'trialing',
+    cancel_at_period_end: true,
+    trial_end: now + 3 * day,
+    metadata: {},
+    items: { object: 'list', data: [{ id: 'si_1', price: { id: 'price_starter' }, quantity: 3, current_period_start: now - 100, current_period_end: now + 30 * day }] },
+  };
+  await deliver(app, event('customer.subscription.updated', updated, now - 50));
+  let summary = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.deepEqual(
+    [summary.plan.id, summary.status, summary.seats, summary.cancel_at_period_end],
+    ['starter', 'trialing', 3, true],
+  );
+  // An older update arriving late changes nothing.
+  await deliver(app, event('customer.subscription.updated', { ...updated, cancel_at_period_end: false, items: { data: [{ ...updated.items.data[0], quantity: 9 }] } }, now - 60));
+  summary = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.deepEqual([summary.seats, summary.cancel_at_period_end], [3, true]);
+
+  await deliver(app, event('customer.subscription.trial_will_end', updated, now - 40));
+  assert.equal((await outbox(app, 'trial_ending_in_2d')).length, 1);
+  await deliver(app, event('customer.subscription.deleted', { ...updated, status: 'canceled' }, now - 30));
+  summary = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.deepEqual([summary.status, summary.plan.id], ['cancelled', 'starter']);
+  assert.equal((await outbox(app, 'subscription_cancelled')).length, 1);
+  // GraphQL shows it on Company.
+  const gql = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: { authorization: `Bearer ${c.tokens.ownerA}` },
+    payload: { query: '{ me { company { subscription { status seats cancelAtPeriodEnd plan { id } } } } }' },
+  });
+  assert.deepEqual(gql.json().data.me.company.subscription, { status: 'cancelled', seats: 3, cancelAtPeriodEnd: false, plan: { id: 'starter' } });
+  // An event type Atrium does not handle: 200, recorded as ignored.
+  const other = await deliver(app, event('customer.created', { id: 'cus_9', object: 'customer' }));
+  assert.equal(other.statusCode, 200);
+});
+
+test('a top-up is credited once whichever of its two events arrives first', async (t) => {
+  for (const order of [['checkout', 'intent'], ['intent', 'checkout']] as const) {
+    const { app, c } = await stripeApp(t);
+    const metadata = { kind: 'topup', company_id: c.a.companyId, credits: '500' };
+    const checkout = event('checkout.session.completed', {
+      id: 'cs_pay_1',
+      object: 'checkout.session',
+      mode: 'payment',
+      client_reference_id: c.a.companyId,
+      payment_intent: 'pi_1',
+      payment_status: 'paid',
+      metadata,
+    });
+    const intent = event('payment_intent.succeeded', { id: 'pi_1', object: 'payment_intent', status: 'succeeded', metadata });
+    for (const which of order) assert.equal((await deliver(app, which === 'checkout' ? checkout : intent)).statusCode, 200);
+    await deliver(app, intent);
+    const balance = app.domains.billing.ledger.balance(c.a.companyId);
+    assert.equal(balance.purchased, 500, `order ${order.join(' then ')}`);
+    assert.equal((await sql(app, "select 1 from credit_entries where kind = 'topup'")).length, 1);
+    await assertLedgerAddsUp(app);
+  }
+});
+
+test('POST /billing/topup opens one checkout per Idempotency-Key at the configured price', async (t) => {
+  const { app, fake, c } = await stripeApp(t);
+  const send = (token: string, payload: unknown, key?: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/billing/topup',
+      headers: { authorization: `Bearer ${token}`, ...(key === undefined ? {} : { 'idempotency-key': key }) },
+      payload: payload as object,
+    });
+  const first = await send(c.tokens.adminA, { credits: 500 }, 'buy-500');
+  assert.equal(first.statusCode, 200, first.body);
+  const { expires_at: expiresAt, ...session } = first.json() as Record<string, unknown>;
+  assert.deepEqual(session, { session_id: 'cs_test_1', url: 'https://checkout.stripe.test/c/pay/cs_test_1', credits: 500, amount: '5.00', currency: 'usd' });
+  assert.ok(Date.parse(String(expiresAt)) > Date.now());
+  const again = await send(c.tokens.adminA, { credits: 500 }, 'buy-500');
+  assert.equal(again.json().session_id, 'cs_test_1');
+  assertCode(await send(c.tokens.adminA, { credits: 600 }, 'buy-500'), 409, 'conflict');
+  const creates = fake.requests.filter((r) => r.path === '/v1/checkout/sessions');
+  assert.equal(creates.length, 1, 'the second request never reached the processor');
+  const sent = creates[0]!;
+  assert.equal(sent.body.mode, 'payment');
+  assert.equal(sent.body.client_reference_id, c.a.companyId);
+  assert.deepEqual(sent.body.metadata, { kind: 'topup', company_id: c.a.companyId, credits: '500' });
+  assert.equal((sent.body.line_items as { price_data: { unit_amount: string } }[])[0]!.price_data.unit_amount, '500');
+  assert.match(String(sent.idempotencyKey), /buy-500/);
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).purchased, 0, 'credits only arrive through the webhook');
+
+  assertCode(await send(c.tokens.keyA, { credits: 500 }), 403, 'forbidden');
+  assertCode(await send(c.tokens.memberA, { credits: 500 }), 403, 'forbidden');
+  assertInvalid(await send(c.tokens.ownerA, { credits: 99 }), 'body.credits');
+  assertInvalid(await send(c.tokens.ownerA, { credits: 1_000_001 }), 'body.credits');
+  assertInvalid(await send(c.tokens.ownerA, { credits: 500 }, 'has space'), 'header.Idempotency-Key');
+  const console = await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/topup/checkout', {
+    credits: 1000,
+    success_url: 'http://127.0.0.1:8080/console/ok?s={CHECKOUT_SESSION_ID}',
+  });
+  assert.equal(console.statusCode, 200, console.body);
+  assert.equal(console.json().amount, '10.00');
+  assert.equal(fake.requests.filter((r) => r.path === '/v1/checkout/sessions').at(-1)!.body.success_url, 'http://127.0.0.1:8080/console/ok?s={CHECKOUT_SESSION_ID}');
+  assertInvalid(
+    await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/topup/checkout', { credits: 1000, success_url: 'https://evil.example/steal' }),
+    'body.success_url',
+  );
+});
+
+test('payment methods come from the processor: brand, last4, expiry and the default, never a card number', async (t) => {
+  const { app, fake, c } = await stripeApp(t);
+  assert.deepEqual((await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/payment-methods')).json(), []);
+  await deliver(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId)));
+  fake.customers.set('cus_1', {
+    defaultPaymentMethod: 'pm_2',
+    cards: [
+      { id: 'pm_1', brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2030 },
+      { id: 'pm_2', brand: 'mastercard', last4: '4444', exp_month: 1, exp_year: 2029 },
+    ],
+  });
+  const res = await call(app, c.tokens.keyA, 'GET', '/v1/admin/billing/payment-methods');
+  assert.equal(res.statusCode, 200, res.body);
+  assert.deepEqual(res.json(), [
+    { id: 'pm_1', brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2030, is_default: false },
+    { id: 'pm_2', brand: 'mastercard', last4: '4444', exp_month: 1, exp_year: 2029, is_default: true },
+  ]);
+  assertCode(await call(app, c.tokens.memberA, 'GET', '/v1/admin/billing/payment-methods'), 403, 'forbidden');
+  fake.customers.delete('cus_1');
+  assertCode(await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/payment-methods'), 502, 'payment_processor_error');
+});
+
+test('with Stripe, a plan change updates the live subscription with proration; without one it answers a checkout', async (t) => {
+  const { app, fake, c } = await stripeApp(t);
+  const checkout = await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'professional' });
+  assert.equal(checkout.statusCode, 200, checkout.body);
+  assert.equal(checkout.json().effective, 'checkout');
+  assert.match(checkout.json().checkout_url, /^https:\/\/checkout\.stripe\.test\//);
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).monthly, 2000, 'nothing changes before payment');
+
+  // Company B subscribes to starter, then upgrades.
+  const now = Math.floor(Date.now() / 1000);
+  await deliver(app, event('checkout.session.completed', { ...subscriptionCheckout(c.b.companyId, 'sub_b', 'cus_b'), metadata: { plan_id: 'starter' } }, now - 10));
+  fake.subscriptions.set('sub_b', { id: 'sub_b', itemId: 'si_b', price: 'price_starter', quantity: 1 });
+  const up = await call(app, c.tokens.ownerB, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'professional' });
+  assert.equal(up.statusCode, 200, up.body);
+  assert.deepEqual([up.json().effective, up.json().credits_added], ['now', 4000]);
+  const update = fake.requests.find((r) => r.method === 'POST' && r.path === '/v1/subscriptions/sub_b')!;
+  assert.equal(update.body.proration_behavior, 'create_prorations');
+  assert.deepEqual(update.body.items, [{ id: 'si_b', price: 'price_pro' }]);
+  assert.equal(app.domains.billing.ledger.balance(c.b.companyId).monthly, 6000);
+  await assertLedgerAddsUp(app);
+});
