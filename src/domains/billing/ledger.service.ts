@@ -584,10 +584,8 @@ export class LedgerService {
   /** Runs one ledger write and announces the company's new balance once it commits. */
   private write<T>(company: string | ((result: T) => string), fn: (sql: SyncSql, now: number) => T): Promise<T> {
     return this.writer.write((sql) => {
-      const before = sql.get<{ total: number }>('select total_changes() as total');
       const result = fn(sql, Date.now());
-      const after = sql.get<{ total: number }>('select total_changes() as total');
-      if (before?.total !== after?.total) {
+      if (sql.changes > 0) {
         const companyId = typeof company === 'string' ? company : company(result);
         const row = sql.get<AccountRow>(ACCOUNT, companyId);
         if (row) {
