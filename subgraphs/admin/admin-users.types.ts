@@ -91,6 +91,9 @@ export class AdminUsageByModelType {
 
   @Field(() => Int, { description: 'Usage records (metered uses)' })
   requests!: number;
+
+  @Field(() => String, { description: 'Currency cost at the model\'s price (decimal, BILLING_CURRENCY)' })
+  cost!: string;
 }
 
 @ObjectType('AdminUsageTotals')
@@ -103,6 +106,9 @@ export class AdminUsageTotalsType {
 
   @Field(() => Int)
   requests!: number;
+
+  @Field(() => String, { description: 'Currency cost (decimal, BILLING_CURRENCY)' })
+  cost!: string;
 }
 
 @ObjectType('AdminUserUsage', { description: "A user's usage over the last `days` days, by model, with totals" })

@@ -18,7 +18,17 @@ import './events';
 export { Plan } from './plan.entity';
 export { PlanService, type PlanView, type PlanSeed } from './plan.service';
 export { UsageRecord } from './usage-record.entity';
-export { UsageService, type UsageByModel, type UsageSummary } from './usage.service';
+export {
+  UsageService,
+  usageGroups,
+  USAGE_DAYS_DEFAULT,
+  USAGE_DAYS_MAX,
+  type UsageByModel,
+  type UsageGroup,
+  type UsageReport,
+  type UsageRow,
+  type UsageSummary,
+} from './usage.service';
 export { CreditEntry, creditEntryKinds, type CreditEntryKind } from './credit-entry.entity';
 export { holdStatuses, type HoldStatus } from './credit-hold.entity';
 export {
@@ -34,7 +44,7 @@ export {
   type HoldRequest,
   type PeriodAllocation,
   type Settlement,
-  type UsageReport,
+  type SpentUsage,
 } from './ledger.service';
 export { formatMicros, parseMoney, microsFromMinor, minorFromMicros, MICROS_PER_UNIT } from './money';
 export { type BillingConfig } from './config';
@@ -51,12 +61,15 @@ export const billingDomain = defineDomain({
   migrations: billingMigrations,
   errors: billingErrors,
   config: (env) => ({ billing: loadBillingConfig(env) }),
-  create: ({ kernel, config, deps }) => ({
-    config: config.billing,
-    plans: new PlanService(kernel.orm, kernel.reads, kernel.changes),
-    usage: new UsageService(kernel.orm),
-    ledger: new LedgerService(kernel.orm, kernel.writer, kernel.reads, kernel.events, deps.audit.log, priceOf(deps.catalog), config.billing),
-  }),
+  create: ({ kernel, config, deps }) => {
+    const ledger = new LedgerService(kernel.orm, kernel.writer, kernel.reads, kernel.events, deps.audit.log, priceOf(deps.catalog), config.billing);
+    return {
+      config: config.billing,
+      plans: new PlanService(kernel.orm, kernel.reads, kernel.changes),
+      usage: new UsageService(kernel.orm, kernel.reads, ledger),
+      ledger,
+    };
+  },
   seed: async (billing) => {
     await billing.plans.seed(readSeed<PlanSeed[]>('plans.json'));
   },
@@ -68,9 +81,7 @@ export const billingDomain = defineDomain({
 
 /** A model's price per 1,000 tokens in currency micro-units, from the catalog. */
 function priceOf(catalog: ApiOf<typeof catalogDomain>): (model: string) => number {
-  // Models carry no price until the catalog's price column lands (same issue); until then usage costs nothing.
-  void catalog;
-  return () => 0;
+  return (model) => catalog.models.priceMicrosPer1kTokens(model);
 }
 
 export type BillingApi = ApiOf<typeof billingDomain>;

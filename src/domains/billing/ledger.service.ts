@@ -59,7 +59,7 @@ export interface HoldRequest {
   model?: string | null;
 }
 
-export interface UsageReport {
+export interface SpentUsage {
   /** Credits actually spent: at most the hold; the rest is returned. */
   credits: number;
   tokens?: number;
@@ -303,7 +303,7 @@ export class LedgerService {
    * currency cost at the model's price. Committing again answers the first
    * settlement; a released hold cannot be committed (409).
    */
-  async commit(holdId: string, usage: UsageReport): Promise<Settlement> {
+  async commit(holdId: string, usage: SpentUsage): Promise<Settlement> {
     checkCredits(usage.credits, ['credits'], true);
     if (usage.tokens !== undefined && (!Number.isInteger(usage.tokens) || usage.tokens < 0)) {
       throw AppError.validation([{ loc: ['tokens'], msg: 'must be an integer >= 0', type: 'int_type' }]);
@@ -324,8 +324,8 @@ export class LedgerService {
       sql.run("update credit_holds set status = 'committed', committed_credits = ?, settled_at = ? where id = ?", spent, now, holdId);
       sql.run('update credit_accounts set spend_micros = spend_micros + ? where company_id = ?', costMicros, row.company_id);
       sql.run(
-        `insert into usage_records (id, company_id, user_id, api_key_id, model, feature, credits, tokens, hold_id, created_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `insert into usage_records (id, company_id, user_id, api_key_id, model, feature, credits, tokens, cost_micros, hold_id, created_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         randomUUID(),
         row.company_id,
         row.user_id,
@@ -334,6 +334,7 @@ export class LedgerService {
         row.feature,
         spent,
         tokens,
+        costMicros,
         holdId,
         now,
       );

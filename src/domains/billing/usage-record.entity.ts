@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 @Entity({ tableName: 'usage_records' })
 @Index({ properties: ['companyId', 'createdAt'] })
 export class UsageRecord {
-  [OptionalProps]?: 'id' | 'createdAt' | 'userId' | 'apiKeyId' | 'credits' | 'tokens' | 'holdId';
+  [OptionalProps]?: 'id' | 'createdAt' | 'userId' | 'apiKeyId' | 'credits' | 'tokens' | 'holdId' | 'costMicros';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -38,6 +38,10 @@ export class UsageRecord {
 
   @Property({ type: 'integer' })
   tokens: number = 0;
+
+  /** Currency cost in micro-units of BILLING_CURRENCY: the tokens at the model's catalog price. */
+  @Property({ type: 'integer' })
+  costMicros: number = 0;
 
   /** The ledger hold this record settled: one record per hold, so a replayed commit records nothing twice. */
   @Property({ type: 'uuid', nullable: true })

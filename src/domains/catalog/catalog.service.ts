@@ -26,9 +26,17 @@ const modelView = (r: ModelRow): ModelView => ({
   contextLength: r.context_length,
 });
 
-/** An entry of data/models.json: a database row, plus an optional blocked flag. */
+/** An entry of data/models.json: a database row, plus an optional blocked flag and the price per 1,000 tokens (decimal). */
 export interface ModelSeed extends ModelRow {
   blocked?: boolean;
+  price_per_1k_tokens?: string;
+}
+
+/** Micro-units of a decimal price ("0.005" is 5,000). */
+function priceMicros(text: string | undefined): number {
+  const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(text ?? '0');
+  if (!match) throw new Error(`data/models.json: price_per_1k_tokens must be a decimal with at most 6 places, got "${text}"`);
+  return Number(match[1]) * 1_000_000 + Number((match[2] ?? '').padEnd(6, '0'));
 }
 
 export class CatalogService {
@@ -65,13 +73,26 @@ export class CatalogService {
     }
   }
 
-  /** Inserts catalog entries that are missing; never overwrites an administrator's edits. */
+  /** A model's price per 1,000 tokens in currency micro-units; 0 for an unknown or unpriced model. One prepared read. */
+  priceMicrosPer1kTokens(modelId: string): number {
+    return this.reads.get<{ price: number }>('select price_micros_per1k_tokens as price from models where id = ?', modelId)?.price ?? 0;
+  }
+
+  /**
+   * Inserts catalog entries that are missing; never overwrites an
+   * administrator's edits. A price the seed has and a model lacks (0, as
+   * models had before prices) is filled in.
+   */
   async seed(models: ModelSeed[]): Promise<number> {
     const em = currentEm(this.orm);
-    const existing = new Set((await em.find(Model, {}, { fields: ['id'] })).map((m) => m.id));
+    const existing = new Map((await em.find(Model, {})).map((m) => [m.id, m]));
     let added = 0;
     for (const m of models) {
-      if (existing.has(m.id)) continue;
+      const stored = existing.get(m.id);
+      if (stored) {
+        if (stored.priceMicrosPer1kTokens === 0) stored.priceMicrosPer1kTokens = priceMicros(m.price_per_1k_tokens);
+        continue;
+      }
       em.create(Model, {
         id: m.id,
         displayName: m.display_name,
@@ -80,6 +101,7 @@ export class CatalogService {
         creditCost: m.credit_cost,
         contextLength: m.context_length,
         blocked: m.blocked ?? false,
+        priceMicrosPer1kTokens: priceMicros(m.price_per_1k_tokens),
       });
       added++;
     }

@@ -3,7 +3,7 @@ import { DateTimeType, Entity, OptionalProps, PrimaryKey, Property } from '@mikr
 /** An AI model of the catalog; blocked models are hidden and refused. */
 @Entity({ tableName: 'models' })
 export class Model {
-  [OptionalProps]?: 'blocked' | 'createdAt';
+  [OptionalProps]?: 'blocked' | 'createdAt' | 'priceMicrosPer1kTokens';
 
   @PrimaryKey({ type: 'string', length: 100 })
   id!: string;
@@ -26,6 +26,10 @@ export class Model {
 
   @Property({ type: 'integer' })
   contextLength!: number;
+
+  /** The provider's price per 1,000 tokens, in micro-units of BILLING_CURRENCY: the currency cost of usage. */
+  @Property({ type: 'integer' })
+  priceMicrosPer1kTokens: number = 0;
 
   @Property({ type: DateTimeType })
   createdAt: Date = new Date();
