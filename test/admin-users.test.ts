@@ -514,7 +514,7 @@ test('GET /admin/users/{id}/usage: by model over days, totals, company isolation
   assert.equal(empty.statusCode, 200, empty.body);
   assert.equal(empty.json().days, 30);
   assert.deepEqual(empty.json().items, []);
-  assert.deepEqual(empty.json().totals, { credits: 0, tokens: 0, requests: 0 });
+  assert.deepEqual(empty.json().totals, { credits: 0, tokens: 0, requests: 0, cost: '0.00' });
 
   await insert(s.a.companyId, s.memberA.userId, 'model-a', 10, 1000, 1);
   await insert(s.a.companyId, s.memberA.userId, 'model-a', 5, 500, 2);
@@ -528,17 +528,17 @@ test('GET /admin/users/{id}/usage: by model over days, totals, company isolation
   assert.equal(usage.user_id, s.memberA.userId);
   assert.ok(Date.parse(usage.since) <= Date.now() - 30 * day + 60_000);
   assert.deepEqual(usage.items, [
-    { model: 'model-b', credits: 20, tokens: 300, requests: 1 },
-    { model: 'model-a', credits: 15, tokens: 1500, requests: 2 },
+    { model: 'model-b', credits: 20, tokens: 300, requests: 1, cost: '0.00' },
+    { model: 'model-a', credits: 15, tokens: 1500, requests: 2, cost: '0.00' },
   ]);
-  assert.deepEqual(usage.totals, { credits: 35, tokens: 1800, requests: 3 });
+  assert.deepEqual(usage.totals, { credits: 35, tokens: 1800, requests: 3, cost: '0.00' });
   const longer = (await req(app, 'GET', `${url}?days=60`, s.owner)).json();
   assert.equal(longer.days, 60);
-  assert.deepEqual(longer.totals, { credits: 135, tokens: 11799, requests: 4 });
+  assert.deepEqual(longer.totals, { credits: 135, tokens: 11799, requests: 4, cost: '0.00' });
   const oneDay = (await req(app, 'GET', `/api/v1/admin/users/${s.memberA.userId}/usage?days=1`, s.owner)).json();
-  assert.deepEqual(oneDay.totals, { credits: 0, tokens: 0, requests: 0 });
+  assert.deepEqual(oneDay.totals, { credits: 0, tokens: 0, requests: 0, cost: '0.00' });
   const twoDays = (await req(app, 'GET', `${url}?days=2`, s.owner)).json();
-  assert.deepEqual(twoDays.totals, { credits: 10, tokens: 1000, requests: 1 });
+  assert.deepEqual(twoDays.totals, { credits: 10, tokens: 1000, requests: 1, cost: '0.00' });
 
   assertInvalid(await req(app, 'GET', `${url}?days=0`, s.owner), ['query', 'days']);
   assertInvalid(await req(app, 'GET', `${url}?days=366`, s.owner), ['query', 'days']);
@@ -546,7 +546,7 @@ test('GET /admin/users/{id}/usage: by model over days, totals, company isolation
   assertCode(await req(app, 'GET', url, s.member), 403, 'forbidden');
   // A superadmin reads across companies, and sees the same numbers (the company is the user's).
   const ops = await superadmin(app);
-  assert.deepEqual((await req(app, 'GET', url, ops)).json().totals, { credits: 35, tokens: 1800, requests: 3 });
+  assert.deepEqual((await req(app, 'GET', url, ops)).json().totals, { credits: 35, tokens: 1800, requests: 3, cost: '0.00' });
   const viaGql = await gql(app, s.owner, 'query($id: ID!) { adminUserUsage(userId: $id, days: 400) { days } }', { id: s.memberA.userId });
   assert.equal(viaGql.errors?.[0]?.extensions.code, 'validation_error');
 });
