@@ -4,7 +4,8 @@ import { PageType } from '../page';
 import { creditEntryKinds, GRANT_REASON_MAX, MAX_CREDITS_PER_WRITE } from '../../src/domains/billing';
 import { PlanType } from './plan.types';
 
-const MONEY = '^\\d{1,9}(\\.\\d{1,6})?$';
+/** A decimal amount of money as the API writes it. */
+export const MONEY_PATTERN = '^\\d{1,9}(\\.\\d{1,6})?$';
 
 @ObjectType('CreditBalance', {
   description:
@@ -43,11 +44,11 @@ export class CreditBalanceType {
 
 @ObjectType('SpendingBudget', { description: "A company's spending budget per period, in the billing currency, and the period's spend so far" })
 export class SpendingBudgetType {
-  @Rest({ nullable: true, pattern: MONEY })
+  @Rest({ nullable: true, pattern: MONEY_PATTERN })
   @Field(() => String, { nullable: true, description: 'Decimal amount; null: no budget. Once the spend reaches it, operations answer 402 budget_exhausted.' })
   budget!: string | null;
 
-  @Rest({ pattern: MONEY })
+  @Rest({ pattern: MONEY_PATTERN })
   @Field(() => String, { description: 'Currency cost of the usage committed in the current period (decimal)' })
   spend!: string;
 
@@ -117,7 +118,7 @@ export class CreditGrantInput {
 
 @InputType('SpendingBudgetInput', { description: 'A spending budget per period' })
 export class SpendingBudgetInput {
-  @Rest({ nullable: true, pattern: MONEY })
+  @Rest({ nullable: true, pattern: MONEY_PATTERN })
   @Field(() => String, { nullable: true, description: 'Decimal amount in the billing currency (e.g. "250.00"); null removes the budget' })
   budget!: string | null;
 }

@@ -3,10 +3,9 @@ import { Rest } from '../rest';
 import { PageType } from '../page';
 import { subscriptionStatuses } from '../../src/domains/payments';
 import type { CreditBalance } from '../../src/domains/billing';
-import { CreditBalanceType } from './credits.types';
+import { CreditBalanceType, MONEY_PATTERN } from './credits.types';
 import { PlanType } from './plan.types';
 
-const MONEY = '^\\d{1,9}(\\.\\d{1,6})?$';
 
 @ObjectType('BillingSubscription', { description: "A company's paid subscription as the payment processor last reported it" })
 export class BillingSubscriptionType {
@@ -62,11 +61,11 @@ export class BillingSummaryType {
   @Field(() => CreditBalanceType)
   credits!: CreditBalance;
 
-  @Rest({ nullable: true, pattern: MONEY })
+  @Rest({ nullable: true, pattern: MONEY_PATTERN })
   @Field(() => String, { nullable: true, description: 'Spending budget per period, decimal; null: none' })
   budget!: string | null;
 
-  @Rest({ pattern: MONEY })
+  @Rest({ pattern: MONEY_PATTERN })
   @Field(() => String, { description: "This period's spend, decimal" })
   spend!: string;
 
@@ -120,7 +119,7 @@ export class TopupCheckoutType {
   @Field(() => Int)
   credits!: number;
 
-  @Rest({ pattern: MONEY })
+  @Rest({ pattern: MONEY_PATTERN })
   @Field(() => String, { description: 'What the buyer pays, decimal' })
   amount!: string;
 
@@ -188,11 +187,11 @@ export class InvoiceType {
   @Field(() => String, { description: 'draft, open, paid, uncollectible or void' })
   status!: string;
 
-  @Rest({ pattern: MONEY })
+  @Rest({ pattern: MONEY_PATTERN })
   @Field(() => String)
   amountDue!: string;
 
-  @Rest({ pattern: MONEY })
+  @Rest({ pattern: MONEY_PATTERN })
   @Field(() => String)
   amountPaid!: string;
 
@@ -237,7 +236,7 @@ export class BillingOverviewType {
   @Field(() => [CountByKeyType], { description: "Companies per subscription status ('none': no paid subscription)" })
   byStatus!: CountByKeyType[];
 
-  @Rest({ pattern: MONEY })
+  @Rest({ pattern: MONEY_PATTERN })
   @Field(() => String, { description: 'Monthly recurring revenue: the last paid invoice of each live subscription, decimal' })
   mrr!: string;
 

@@ -2,20 +2,14 @@ import { Arg, Ctx, Field, ID, Int, ObjectType, Query, Resolver } from 'type-grap
 import { Access } from '../policy/access';
 import { Rest } from '../rest';
 import type { GraphQLContext } from '../context';
+import { MONEY_PATTERN } from './credits.types';
 import { USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, usageGroups, type BillingApi, type UsageRow, type UsageService } from '../../src/domains/billing';
 import type { CatalogApi, CatalogService } from '../../src/domains/catalog';
 import type { IdentityApi, IdentityService } from '../../src/domains/identity';
 
-const MONEY = '^\\d{1,9}(\\.\\d{1,6})?$';
 
-@ObjectType('UsageGroup', { description: 'One group of a usage report' })
-export class UsageGroupType {
-  @Field(() => String, { nullable: true, description: 'The model id, user id, feature, API key id or UTC day (YYYY-MM-DD); null: none (a key\'s use has no user)' })
-  key!: string | null;
-
-  @Field(() => String, { nullable: true, description: "A name for the key: the model's display name or the user's email" })
-  label!: string | null;
-
+@ObjectType('UsageTotals')
+export class UsageTotalsType {
   @Rest({ minimum: 0 })
   @Field(() => Int, { description: 'Metered uses' })
   requests!: number;
@@ -28,28 +22,18 @@ export class UsageGroupType {
   @Field(() => Int)
   credits!: number;
 
-  @Rest({ pattern: MONEY })
-  @Field(() => String, { description: 'Currency cost at the models\' prices, decimal' })
+  @Rest({ pattern: MONEY_PATTERN })
+  @Field(() => String, { description: "Currency cost at the models' prices, decimal" })
   cost!: string;
 }
 
-@ObjectType('UsageTotals')
-export class UsageTotalsType {
-  @Rest({ minimum: 0 })
-  @Field(() => Int)
-  requests!: number;
+@ObjectType('UsageGroup', { description: 'One group of a usage report' })
+export class UsageGroupType extends UsageTotalsType {
+  @Field(() => String, { nullable: true, description: "The model id, user id, feature, API key id or UTC day (YYYY-MM-DD); null: none (a key's use has no user)" })
+  key!: string | null;
 
-  @Rest({ minimum: 0 })
-  @Field(() => Int)
-  tokens!: number;
-
-  @Rest({ minimum: 0 })
-  @Field(() => Int)
-  credits!: number;
-
-  @Rest({ pattern: MONEY })
-  @Field(() => String)
-  cost!: string;
+  @Field(() => String, { nullable: true, description: "A name for the key: the model's display name or the user's email" })
+  label!: string | null;
 }
 
 @ObjectType('UsageReport', { description: "A company's metered usage over the last days, grouped, with totals" })

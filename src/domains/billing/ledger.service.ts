@@ -218,26 +218,12 @@ export class LedgerService {
 
   /** Monthly credits added inside the current period (a mid-period upgrade's difference); once per key. */
   async addMonthly(a: { companyId: string; credits: number; key: string }): Promise<boolean> {
-    checkCredits(a.credits, ['credits']);
-    return this.write(a.companyId, (sql, now) => {
-      const key = `allocation:${a.key}`;
-      if (this.entryExists(sql, a.companyId, key)) return false;
-      const account = this.account(sql, a.companyId, now, true)!;
-      this.move(sql, now, a.companyId, 'allocation', key, a.credits, { monthly: a.credits }, { periodKey: account.period_key });
-      return true;
-    });
+    return this.addOnce(a.companyId, 'allocation', `allocation:${a.key}`, a.credits, 'monthly');
   }
 
   /** Purchased credits, exactly once per payment intent (`key`), whichever processor event brings them first. */
   async topUp(a: { companyId: string; credits: number; key: string }): Promise<boolean> {
-    checkCredits(a.credits, ['credits']);
-    return this.write(a.companyId, (sql, now) => {
-      const key = `topup:${a.key}`;
-      if (this.entryExists(sql, a.companyId, key)) return false;
-      this.account(sql, a.companyId, now, true);
-      this.move(sql, now, a.companyId, 'topup', key, a.credits, { purchased: a.credits });
-      return true;
-    });
+    return this.addOnce(a.companyId, 'topup', `topup:${a.key}`, a.credits, 'purchased');
   }
 
   /**
@@ -486,6 +472,17 @@ export class LedgerService {
         });
       }
       return this.balanceInTransaction(companyId);
+    });
+  }
+
+  /** Credits added to one bucket once per key; false when the key was applied before. */
+  private addOnce(companyId: string, kind: CreditEntryKind, key: string, credits: number, bucket: 'monthly' | 'purchased'): Promise<boolean> {
+    checkCredits(credits, ['credits']);
+    return this.write(companyId, (sql, now) => {
+      if (this.entryExists(sql, companyId, key)) return false;
+      const account = this.account(sql, companyId, now, true)!;
+      this.move(sql, now, companyId, kind, key, credits, { [bucket]: credits }, { periodKey: bucket === 'monthly' ? account.period_key : null });
+      return true;
     });
   }
 
