@@ -93,14 +93,32 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
             ...(compiled.response ? { response: { [route.status]: compiled.response } } : {}),
           },
           // The credential requirement and the budget are the policy of the field the route runs.
-          config: { auth: policy.auth === 'public' ? 'public' : 'required', rateLimit: policy.rateLimit ?? 'default', deprecation: route.deprecation },
+          config: {
+            auth: policy.auth === 'public' ? 'public' : 'required',
+            rateLimit: policy.rateLimit ?? 'default',
+            deprecation: route.deprecation,
+            ...(route.credential ? { credential: route.credential } : {}),
+          },
           // The budget is spent by the host's rate-limit hook (the route's config); what is left to admit is
           // the MFA-enrolment gate, which a field allowed during enrolment never closes: no hook at all.
-          ...(policy.duringMfaEnrollment ? {} : { preHandler: admitted(singleField(compiled.operation?.field ?? route.path, policy)) }),
+          preHandler: [
+            // The AI modules API also counts each key's request against its plan's daily limit.
+            ...(route.credential === 'module_key' ? [admitDaily] : []),
+            ...(policy.duringMfaEnrollment ? [] : [admitted(singleField(compiled.operation?.field ?? route.path, policy))]),
+          ],
           ...(route.deprecation ? { onSend: deprecationHeaders(route.deprecation) } : {}),
           handler,
         });
       }
+    }
+
+    function admitDaily(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+      try {
+        app.domains.ai.account.admitDaily(request.principal);
+      } catch (error) {
+        return done(error as Error);
+      }
+      done();
     }
 
     /** The policy layer's verdict before the handler: a caller owing MFA enrolment runs as anonymous unless the field allows it. */

@@ -38,6 +38,12 @@ interface RouteDocs {
    */
   extension?: true;
   deprecation?: Deprecation;
+  /**
+   * `module_key`: a path of the AI modules API (ai-modules-api.md), which
+   * takes only a user's AI-modules key (sk_live_svc_…): any other credential
+   * is 401, before anything else runs.
+   */
+  credential?: 'module_key';
   /** Success status; 204 sends no body. */
   status: number;
   /** Route-specific problem responses for the OpenAPI document: status to description. */

@@ -13,7 +13,7 @@ import { sqlDuring } from './sql-counter';
 
 const keysOf = (app: FastifyInstance, token: string, query = '') => call(app, token, 'GET', `/v1/admin/api-keys${query}`);
 
-test('POST /admin/api-keys: 201 with the plaintext once; the key works; GET lists id, name, prefix, created_by, never secrets', async (t) => {
+test('POST /admin/api-keys: 201 with the plaintext once; the key works; GET lists id, name, prefix, created_by (and for a user AI-modules key its owner and scopes), never secrets', async (t) => {
   const app = await build(t);
   const c = await cast(app);
   const published: AuditEvent[] = [];
@@ -36,7 +36,7 @@ test('POST /admin/api-keys: 201 with the plaintext once; the key works; GET list
   assert.equal(listed.total, 2); // key A from the set-up and this one
   assert.equal(listed.per_page, 20);
   assert.equal(listed.items[0].id, created.id, 'newest first');
-  assert.deepEqual(Object.keys(listed.items[0]).sort(), ['created_at', 'created_by', 'id', 'last_used_at', 'name', 'prefix']);
+  assert.deepEqual(Object.keys(listed.items[0]).sort(), ['created_at', 'created_by', 'id', 'last_used_at', 'name', 'owner', 'prefix', 'scopes']);
   assert.equal(listed.items[1].created_by, null, 'a key made from the command line has no creator');
   assert.ok(!viaNew.body.includes(created.key), 'the plaintext is never listed');
   const [row] = await sql<{ key_hash: string }>(app, 'select key_hash from api_keys where id = ?', [created.id]);

@@ -219,7 +219,7 @@ test('a company API key cannot change an email', async (t) => {
 });
 
 test('confirming spends the auth rate-limit budget (guessing tokens is bounded per IP)', async (t) => {
-  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 10_000, anonymous: 10_000, auth: 3, feedback: 10_000 } });
+  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 10_000, moduleKey: 10_000, anonymous: 10_000, auth: 3, feedback: 10_000 } });
   const res = await confirm(app, 'guess-1');
   assert.match(String(res.headers['ratelimit-policy']), /^"auth";q=3;/);
   assertCode(res, 400, 'email_change_token_invalid');

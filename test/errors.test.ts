@@ -219,7 +219,7 @@ test('422 validation_error from the core service: docs-feedback with page but ne
 
 test('429 rate_limited is a problem with Retry-After', async (t) => {
   const app = await build(t, {
-    rateLimit: { windowSeconds: 60, authenticated: 10_000, anonymous: 1, auth: 10_000, feedback: 10_000 },
+    rateLimit: { windowSeconds: 60, authenticated: 10_000, moduleKey: 10_000, anonymous: 1, auth: 10_000, feedback: 10_000 },
   });
   assert.equal((await app.inject({ url: '/v1/health' })).statusCode, 200);
   const res = await app.inject({ url: '/v1/health' });

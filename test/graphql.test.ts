@@ -394,7 +394,7 @@ test('a mutation over GET /graphql is refused', async (t) => {
   assert.equal(ok.json().data.health.status, 'ok');
 });
 
-const TIGHT = { rateLimit: { windowSeconds: 60, authenticated: 1000, anonymous: 1000, auth: 2, feedback: 1000 } };
+const TIGHT = { rateLimit: { windowSeconds: 60, authenticated: 1000, moduleKey: 10_000, anonymous: 1000, auth: 2, feedback: 1000 } };
 
 test('the auth rate-limit class applies to the login mutation', async (t) => {
   const app = await build(t, TIGHT);

@@ -24,7 +24,7 @@ export async function build(t: TestContext | { after: (fn: () => unknown) => voi
     env: { DATA_DIR: dataDir, SCRYPT_COST: '1024' },
     logger: false,
     config: {
-      rateLimit: { windowSeconds: 60, authenticated: 10_000, anonymous: 10_000, auth: 10_000, feedback: 10_000 },
+      rateLimit: { windowSeconds: 60, authenticated: 10_000, moduleKey: 10_000, anonymous: 10_000, auth: 10_000, feedback: 10_000 },
       ...config,
     },
   });

@@ -7,7 +7,7 @@ import type { RateLimitConfig } from '../src/kernel/config';
 
 const VERSION = '2026.05.04';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const HIGH: RateLimitConfig = { windowSeconds: 60, authenticated: 10_000, anonymous: 10_000, auth: 10_000, feedback: 10_000 };
+const HIGH: RateLimitConfig = { windowSeconds: 60, authenticated: 10_000, moduleKey: 10_000, anonymous: 10_000, auth: 10_000, feedback: 10_000 };
 
 /** Limits with only the given budgets lowered. */
 const limits = (low: Partial<RateLimitConfig>) => ({ rateLimit: { ...HIGH, ...low } });

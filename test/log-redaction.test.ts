@@ -17,7 +17,7 @@ async function appWithLog(t: { after: (fn: () => unknown) => void }, level = 'in
   const app = await buildApp({
     env: { DATA_DIR: dataDir, SCRYPT_COST: '1024' },
     logger: { level, stream: { write: (line: string) => void lines.push(line) } },
-    config: { rateLimit: { windowSeconds: 60, authenticated: 10_000, anonymous: 10_000, auth: 10_000, feedback: 10_000 } },
+    config: { rateLimit: { windowSeconds: 60, authenticated: 10_000, moduleKey: 10_000, anonymous: 10_000, auth: 10_000, feedback: 10_000 } },
   });
   t.after(async () => {
     await app.close();

@@ -354,7 +354,7 @@ test('MFA needs a signed-in user: an API key gets 403, no credential 401', async
 });
 
 test('/me/mfa/verify spends the auth rate-limit budget', async (t) => {
-  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 10_000, anonymous: 10_000, auth: 2, feedback: 10_000 } });
+  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 10_000, moduleKey: 10_000, anonymous: 10_000, auth: 2, feedback: 10_000 } });
   const owner = await seedOwner(app);
   // login spends one of the two.
   const { access_token: token } = await login(app, owner.email);

@@ -116,7 +116,7 @@ test('the refusal names the cap, its limit and what was asked', async (t) => {
 });
 
 test('aliased password resets spend one unit each of the auth budget and mail no more than the per-account cap', async (t) => {
-  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 1000, anonymous: 1000, auth: 20, feedback: 1000 } });
+  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 1000, moduleKey: 10_000, anonymous: 1000, auth: 20, feedback: 1000 } });
   const { email } = await seedOwner(app);
   const resets = (n: number) => `mutation { ${aliases(n, `requestPasswordReset(email: "${email}")`)} }`;
   const first = await gql(app, resets(20));
@@ -130,7 +130,7 @@ test('aliased password resets spend one unit each of the auth budget and mail no
 });
 
 test('aliased logins over the auth budget are refused together: no session opened, no hash paid', async (t) => {
-  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 1000, anonymous: 1000, auth: 5, feedback: 1000 } });
+  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 1000, moduleKey: 10_000, anonymous: 1000, auth: 5, feedback: 1000 } });
   const { email } = await seedOwner(app);
   const loginField = `login(input: { email: "${email}", password: "${PASSWORD}" }) { accessToken }`;
   const refused = await gql(app, `mutation { ${aliases(6, loginField)} }`);
@@ -204,7 +204,7 @@ test('REST routes are measured as GraphQL operations: a page over the operator c
 });
 
 test('an operation over a cap sent over the socket is refused before any field runs', async (t) => {
-  const { app, url } = await listening(t, { rateLimit: { windowSeconds: 60, authenticated: 1000, anonymous: 1000, auth: 1000, feedback: 1000 } });
+  const { app, url } = await listening(t, { rateLimit: { windowSeconds: 60, authenticated: 1000, moduleKey: 10_000, anonymous: 1000, auth: 1000, feedback: 1000 } });
   const { email, token } = await owner(app);
   const client = createClient({ url, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0, lazy: true });
   t.after(() => client.dispose());

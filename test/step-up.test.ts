@@ -165,7 +165,7 @@ test('an API key cannot step up or pass the recent-authentication policy: a clea
 });
 
 test('/auth/step-up spends the auth rate-limit budget', async (t) => {
-  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 10_000, anonymous: 10_000, auth: 2, feedback: 10_000 } });
+  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 10_000, moduleKey: 10_000, anonymous: 10_000, auth: 2, feedback: 10_000 } });
   const owner = await seedOwner(app);
   const { access_token: token } = await login(app, owner.email);
   const res = await stepUp(app, token, { password: 'wrong-password-1' });

@@ -65,7 +65,7 @@ async function setPolicy(app: FastifyInstance, token: string, patch: SecurityPol
   );
 }
 
-const TIGHT_AUTH = { rateLimit: { windowSeconds: 60, authenticated: 1000, anonymous: 1000, auth: 2, feedback: 1000 } };
+const TIGHT_AUTH = { rateLimit: { windowSeconds: 60, authenticated: 1000, moduleKey: 10_000, anonymous: 1000, auth: 2, feedback: 1000 } };
 
 test('a standalone subgraph answers rate_limited (429, nothing run) as /graphql does', async (t) => {
   const { main, other, url } = await appWithSubgraph(t, TIGHT_AUTH);

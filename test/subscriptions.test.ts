@@ -291,7 +291,7 @@ test('queries and mutations work over the socket (fullWsTransport)', async (t) =
 
 test('a mutation with a stricter budget spends it over the socket too: stepUp is rate-limited like POST /v1/auth/step-up', async (t) => {
   const { app, connect } = await listeningApp(t, {
-    rateLimit: { windowSeconds: 60, authenticated: 1000, anonymous: 1000, auth: 2, feedback: 1000 },
+    rateLimit: { windowSeconds: 60, authenticated: 1000, moduleKey: 10_000, anonymous: 1000, auth: 2, feedback: 1000 },
   });
   const a = await seedOwner(app);
   const { access_token } = await login(app, a.email); // one request of the auth budget, by IP

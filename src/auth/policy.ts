@@ -1,5 +1,5 @@
 import { AppError } from '../errors/catalog';
-import type { ApiKeyPrincipal, Principal, UserPrincipal } from './principal';
+import type { ApiKeyPrincipal, ModuleKeyPrincipal, ModuleScope, Principal, UserPrincipal } from './principal';
 
 /**
  * Authorization decisions. Transports call these; they never look at URLs.
@@ -8,7 +8,48 @@ export function requireAuthenticated(principal: Principal): UserPrincipal | ApiK
   if (principal.kind === 'anonymous') {
     throw principal.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
   }
+  if (principal.kind === 'module_key') throw moduleKeyOutsideModules();
   return principal;
+}
+
+/** An AI-modules key presented anywhere but the AI modules API. */
+export function moduleKeyOutsideModules(): AppError {
+  return new AppError('token_invalid', 'An AI-modules key (sk_live_svc_…) works only on the AI modules API; use an access token or a company key');
+}
+
+/** Who an AI module runs for: a signed-in user (the frontend apps) or a user's AI-modules key. */
+export interface ModuleCaller {
+  userId: string;
+  companyId: string;
+  email: string;
+  /** The module key, when the caller used one. */
+  keyId: string | null;
+}
+
+/**
+ * The one check of who may run an AI module: a user's AI-modules key that
+ * carries `scope` (403 insufficient_scope naming it otherwise), or a
+ * signed-in user. Company keys act for no user and are refused.
+ */
+export function requireModuleCaller(principal: Principal, scope: ModuleScope): ModuleCaller {
+  if (principal.kind === 'module_key') {
+    if (!principal.scopes.includes(scope)) {
+      throw new AppError('insufficient_scope', `This API key lacks the "${scope}" scope`, { extra: { required_scope: scope } });
+    }
+    return { userId: principal.userId, companyId: principal.companyId, email: principal.email, keyId: principal.keyId };
+  }
+  if (principal.kind === 'user') return { userId: principal.userId, companyId: principal.companyId, email: principal.email, keyId: null };
+  if (principal.kind === 'api_key') {
+    throw new AppError('token_invalid', 'The AI modules run for a user: use an AI-modules key (sk_live_svc_…) or sign in; company keys are refused');
+  }
+  throw principal.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
+}
+
+/** A module key's principal, or 401: the AI modules API takes nothing else. */
+export function requireModuleKey(principal: Principal): ModuleKeyPrincipal {
+  if (principal.kind === 'module_key') return principal;
+  if (principal.kind === 'anonymous' && principal.credentialError) throw principal.credentialError;
+  throw new AppError('unauthenticated', 'The AI modules API takes an AI-modules key: "Authorization: Bearer sk_live_svc_…"');
 }
 
 export function requireUser(principal: Principal): UserPrincipal {
@@ -33,6 +74,9 @@ export function actorOf(principal: Principal): { actorType: 'user' | 'api_key' |
       return { actorType: 'user', actorId: principal.userId, actorLabel: principal.email };
     case 'api_key':
       return { actorType: 'api_key', actorId: principal.keyId, actorLabel: principal.name };
+    case 'module_key':
+      // A module key acts as its user.
+      return { actorType: 'user', actorId: principal.userId, actorLabel: principal.email };
     default:
       return { actorType: 'anonymous', actorId: null, actorLabel: null };
   }

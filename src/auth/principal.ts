@@ -5,7 +5,7 @@ export const roles = ['owner', 'admin', 'member'] as const;
 export type Role = (typeof roles)[number];
 
 /** Who is calling, resolved once per request and passed unchanged to resolvers. */
-export type Principal = AnonymousPrincipal | UserPrincipal | ApiKeyPrincipal;
+export type Principal = AnonymousPrincipal | UserPrincipal | ApiKeyPrincipal | ModuleKeyPrincipal;
 
 export interface AnonymousPrincipal {
   kind: 'anonymous';
@@ -30,6 +30,27 @@ export interface ApiKeyPrincipal {
   /** Company keys act as an admin of their company, without a user. */
   role: 'admin';
   name: string;
+}
+
+/** What an AI-modules key may be used for; a key carries some of them (all six by default). */
+export const moduleScopes = ['chat', 'rag', 'translate', 'research', 'agent', 'bulk'] as const;
+export type ModuleScope = (typeof moduleScopes)[number];
+
+/**
+ * A user's AI-modules key (`sk_live_svc_…`): it acts as its user, within the
+ * key's scopes, on the AI modules API only. Every other field and route
+ * refuses it (requireAuthenticated, the policy layer).
+ */
+export interface ModuleKeyPrincipal {
+  kind: 'module_key';
+  keyId: string;
+  userId: string;
+  companyId: string;
+  /** The user's role, read when the key is resolved. */
+  role: Role;
+  email: string;
+  name: string;
+  scopes: readonly ModuleScope[];
 }
 
 export const anonymous: AnonymousPrincipal = Object.freeze({ kind: 'anonymous' });

@@ -28,6 +28,13 @@ export function newCompanyApiKey(): string {
   return COMPANY_KEY_PREFIX + randomBytes(32).toString('base64url');
 }
 
+export const MODULE_KEY_PREFIX = 'sk_live_svc_';
+
+/** A user's AI-modules key: `sk_live_svc_` + 32 random bytes (base64url). */
+export function newModuleKey(): string {
+  return MODULE_KEY_PREFIX + randomBytes(32).toString('base64url');
+}
+
 /**
  * HS256 access tokens. Verified tokens are remembered until they expire, so
  * the hot path does one Map lookup instead of an HMAC; the session check that

@@ -2,6 +2,7 @@ import type { ApiOf, ConfigOf } from '../kernel/domain';
 import type { Env } from '../env';
 import type { ErrorEntry } from '../errors/catalog';
 import { kernelErrors } from '../errors/catalog';
+import { aiDomain } from './ai';
 import { auditDomain } from './audit';
 import { billingDomain } from './billing';
 import { catalogDomain } from './catalog';
@@ -16,7 +17,7 @@ import { platformDomain } from './platform';
  * declaration merging) and settings are assembled from this list, and boot
  * wires it after the domains it requires.
  */
-export const domains = [auditDomain, platformDomain, billingDomain, catalogDomain, identityDomain, connectorsDomain, paymentsDomain] as const;
+export const domains = [auditDomain, platformDomain, billingDomain, catalogDomain, identityDomain, connectorsDomain, paymentsDomain, aiDomain] as const;
 
 export type Domain = (typeof domains)[number];
 export type DomainName = Domain['name'];

@@ -22,6 +22,7 @@ export const kernelErrors = {
   token_invalid: { status: 401, title: 'Token invalid' },
   token_expired: { status: 401, title: 'Token expired' },
   forbidden: { status: 403, title: 'Forbidden' },
+  insufficient_scope: { status: 403, title: 'Insufficient scope' },
   csrf_rejected: { status: 403, title: 'Cross-site request rejected' },
   introspection_disabled: { status: 403, title: 'Introspection disabled' },
   not_found: { status: 404, title: 'Not found' },

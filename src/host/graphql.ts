@@ -236,12 +236,12 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
           const resolved = typeof raw === 'string' && raw !== '' ? await access.bearer(raw, ip) : (this?.context?.cookiePrincipal ?? anonymous);
           const principal = await access.socket(resolved);
           const socket = this?.socket;
-          if (principal.kind !== 'anonymous') {
+          if (principal.kind !== 'anonymous' && principal.kind !== 'module_key') {
             if (socket) closeWhenCredentialEnds(events, principal, socket);
             return { principal };
           }
           if (socket?.protocol === 'graphql-transport-ws' && socket.readyState === 1) {
-            socket.close(4403, principal.credentialError?.code ?? 'unauthenticated');
+            socket.close(4403, (principal.kind === 'anonymous' && principal.credentialError?.code) || 'unauthenticated');
           }
           return false;
         },

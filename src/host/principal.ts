@@ -5,6 +5,16 @@ import { AppError } from '../errors/catalog';
 import { readCookie, SESSION_COOKIE } from '../auth/cookies';
 import { resolveCookiePrincipal, trustedOrigins } from './cookie-auth';
 import { idempotencyKeyFrom } from '../request-id';
+import { moduleKeyOutsideModules, requireModuleKey } from '../auth/policy';
+
+function moduleKeyRequired(principal: Principal): Error {
+  try {
+    requireModuleKey(principal);
+  } catch (error) {
+    return error as Error;
+  }
+  return new AppError('unauthenticated', 'An AI-modules key is required');
+}
 
 function clientMeta(request: FastifyRequest) {
   const userAgent = request.headers['user-agent'];
@@ -51,11 +61,18 @@ export const principalPlugin = fp(
       }, done);
     });
     // Routes that need a credential refuse before the body is validated.
+    // The AI modules API takes only AI-modules keys, and nothing else takes them.
     app.addHook('onRoute', (route) => {
       if (route.config?.auth !== 'required') return;
+      const modulesApi = route.config.credential === 'module_key';
       const check = (request: FastifyRequest, _reply: unknown, done: (error?: Error) => void) => {
         const p = request.principal;
+        if (modulesApi) {
+          if (p.kind !== 'module_key') return done(moduleKeyRequired(p));
+          return done();
+        }
         if (p.kind === 'anonymous') return done(p.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required'));
+        if (p.kind === 'module_key') return done(moduleKeyOutsideModules());
         done();
       };
       route.preValidation = [check, ...(route.preValidation ? [route.preValidation].flat() : [])];

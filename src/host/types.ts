@@ -38,5 +38,7 @@ declare module 'fastify' {
     auth?: AuthKind;
     rateLimit?: RateLimitClass;
     deprecation?: Deprecation;
+    /** `module_key`: the route belongs to the AI modules API, which takes only AI-modules keys (sk_live_svc_…). */
+    credential?: 'module_key';
   }
 }

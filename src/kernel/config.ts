@@ -64,6 +64,8 @@ export interface RateLimitConfig {
   windowSeconds: number;
   /** Per authenticated credential (user or API key). */
   authenticated: number;
+  /** Per AI-modules key, over a rolling minute (not the fixed window). */
+  moduleKey: number;
   /** Per client IP for callers without a credential. */
   anonymous: number;
   /** Per client IP on /auth/*: login, refresh, logout. */
@@ -139,6 +141,7 @@ export function loadKernelConfig(env: Env): KernelConfig {
     rateLimit: {
       windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
       authenticated: int(env, 'RATE_LIMIT_AUTHENTICATED', 600, 1),
+      moduleKey: int(env, 'RATE_LIMIT_MODULE_KEY', 30, 1),
       anonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 120, 1),
       auth: int(env, 'RATE_LIMIT_AUTH', 20, 1),
       feedback: int(env, 'RATE_LIMIT_FEEDBACK', 10, 1),

@@ -12,9 +12,13 @@ export const rateLimitClasses = ['default', 'auth', 'feedback'] as const;
 export type RateLimitClass = (typeof rateLimitClasses)[number];
 
 export interface BudgetHit extends RateLimitDecision {
-  cls: RateLimitClass;
+  /** The class spent, or `daily` for a plan's daily request limit. */
+  cls: RateLimitClass | 'daily';
   windowSeconds: number;
 }
+
+/** The rolling window of an AI-modules key's budget. */
+export const MODULE_KEY_WINDOW_SECONDS = 60;
 
 /** Rate-limit budgets over the store port, for every transport. */
 export class Budgets {
@@ -31,6 +35,13 @@ export class Budgets {
   hit(cls: RateLimitClass, principal: Principal, ip: string, units = 1): BudgetHit {
     let key: string;
     let limit: number;
+    if (principal.kind === 'module_key' && cls === 'default') {
+      // AI-modules keys: a rolling minute per key, as that API documents.
+      const hit = this.store.slide(`mk:${principal.keyId}`, this.config.moduleKey, MODULE_KEY_WINDOW_SECONDS) as BudgetHit;
+      hit.cls = cls;
+      hit.windowSeconds = MODULE_KEY_WINDOW_SECONDS;
+      return hit;
+    }
     if (cls === 'auth' || cls === 'feedback') {
       key = `${cls}:${ip}`;
       limit = this.config[cls];
@@ -51,12 +62,22 @@ export class Budgets {
     return hit;
   }
 
-  /** The refusal of a spent budget: 429 rate_limited with Retry-After. */
+  /** Counts one request of `key` against a daily limit, reset at midnight UTC (a plan's daily requests). */
+  daily(key: string, limit: number): BudgetHit {
+    const hit = this.store.daily(key, limit) as BudgetHit;
+    hit.cls = 'daily';
+    hit.windowSeconds = 86_400;
+    return hit;
+  }
+
+  /** The refusal of a spent budget: 429 rate_limited with Retry-After and the budget's headers. */
   static refusal(hit: BudgetHit): AppError {
     const retryAfter = Math.max(1, hit.resetAt - Math.floor(Date.now() / 1000));
-    return new AppError('rate_limited', `Rate limit of ${hit.limit} requests per ${hit.windowSeconds}s exceeded`, {
-      headers: { 'retry-after': String(retryAfter) },
-    });
+    const detail =
+      hit.cls === 'daily'
+        ? `Daily limit of ${hit.limit} requests reached; it resets at midnight UTC`
+        : `Rate limit of ${hit.limit} requests per ${hit.windowSeconds}s exceeded`;
+    return new AppError('rate_limited', detail, { headers: { ...Budgets.headers(hit), 'retry-after': String(retryAfter) } });
   }
 
   /** The response headers of a decision: X-RateLimit-* and the IETF RateLimit-Policy / RateLimit pair. */

@@ -19,11 +19,25 @@ interface Window {
 export interface RateLimitStore {
   /** Counts `units` hits of `key` (all or none allowed) against `limit` in the current window. */
   hit(key: string, limit: number, units?: number, nowMs?: number): RateLimitDecision;
+  /**
+   * Counts one hit of `key` against `limit` over the rolling `windowSeconds`
+   * before now (not a fixed window: a burst at a window's edge cannot pass
+   * twice the limit). A refused hit is not counted.
+   */
+  slide(key: string, limit: number, windowSeconds: number, nowMs?: number): RateLimitDecision;
+  /** Counts one hit of `key` against `limit` for the current UTC day (reset at midnight UTC). A refused hit is not counted. */
+  daily(key: string, limit: number, nowMs?: number): RateLimitDecision;
 }
+
+const DAY_MS = 86_400_000;
 
 export class MemoryRateLimiter implements RateLimitStore {
   private windows = new Map<string, Window>();
   private nextSweep = 0;
+  /** Per key, the times (ms) of the hits inside its rolling window, oldest first. */
+  private logs = new Map<string, number[]>();
+  private nextLogSweep = 0;
+  private days = new Map<string, { day: number; count: number }>();
 
   constructor(private readonly windowSeconds: number) {}
 
@@ -42,6 +56,40 @@ export class MemoryRateLimiter implements RateLimitStore {
       resetAt: window.resetAt,
       allowed: window.count <= limit,
     };
+  }
+
+  slide(key: string, limit: number, windowSeconds: number, nowMs = Date.now()): RateLimitDecision {
+    const windowMs = windowSeconds * 1000;
+    this.sweepLogs(nowMs, windowMs);
+    let log = this.logs.get(key);
+    if (!log) this.logs.set(key, (log = []));
+    let expired = 0;
+    while (expired < log.length && log[expired]! <= nowMs - windowMs) expired++;
+    if (expired) log.splice(0, expired);
+    const allowed = log.length < limit;
+    if (allowed) log.push(nowMs);
+    // The window frees its next slot when its oldest hit leaves it.
+    const resetAt = Math.ceil(((log.length ? log[0]! : nowMs) + windowMs) / 1000);
+    return { limit, remaining: Math.max(0, limit - log.length), resetAt, allowed };
+  }
+
+  daily(key: string, limit: number, nowMs = Date.now()): RateLimitDecision {
+    const day = Math.floor(nowMs / DAY_MS);
+    let counter = this.days.get(key);
+    if (!counter || counter.day !== day) {
+      if (this.days.size > 100_000) this.days.clear();
+      this.days.set(key, (counter = { day, count: 0 }));
+    }
+    const allowed = counter.count < limit;
+    if (allowed) counter.count++;
+    return { limit, remaining: Math.max(0, limit - counter.count), resetAt: ((day + 1) * DAY_MS) / 1000, allowed };
+  }
+
+  /** Drops logs whose every hit has left the window, at most once per window. */
+  private sweepLogs(nowMs: number, windowMs: number): void {
+    if (nowMs < this.nextLogSweep) return;
+    this.nextLogSweep = nowMs + windowMs;
+    for (const [key, log] of this.logs) if (!log.length || log[log.length - 1]! <= nowMs - windowMs) this.logs.delete(key);
   }
 
   /** Drops expired windows at most once per window, so the map stays bounded. */

@@ -2,7 +2,7 @@ import { Arg, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectTyp
 import { Access } from '../policy/access';
 import { Rest } from '../rest';
 import { checkPage } from '../../src/pagination';
-import { API_KEYS_PER_PAGE, type ApiKey, type ApiKeyAdminService, type IdentityApi, type IdentityService } from '../../src/domains/identity';
+import { API_KEYS_PER_PAGE, parseScopes, type ApiKey, type ApiKeyAdminService, type IdentityApi, type IdentityService } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
 import { PageType } from '../page';
 
@@ -17,7 +17,9 @@ export class ApiKeyCreatorType {
   email!: string;
 }
 
-@ObjectType('ApiKey', { description: 'A company API key; the key itself is shown only once, at creation' })
+@ObjectType('ApiKey', {
+  description: "A company API key (svc_…) or a user's AI-modules key (sk_live_svc_…, with its owner and scopes); the key itself is shown only once, at creation",
+})
 export class ApiKeyType {
   @Rest({ format: 'uuid' })
   @Field(() => ID)
@@ -90,6 +92,19 @@ export class ApiKeyAdminResolver {
   async revokeApiKey(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     await this.keys.revoke(ctx.principal, id, ctx.meta);
     return true;
+  }
+
+  @FieldResolver(() => [String], { nullable: true, description: "An AI-modules key's scopes; null for a company key" })
+  scopes(@Root() key: ApiKey): string[] | null {
+    return key.user ? parseScopes(key.scopes) : null;
+  }
+
+  @FieldResolver(() => ApiKeyCreatorType, { nullable: true, description: "The user an AI-modules key acts for; null for a company key" })
+  async owner(@Root() key: ApiKey, @Ctx() ctx: GraphQLContext): Promise<ApiKeyCreatorType | null> {
+    const userId = key.user?.id;
+    if (!userId) return null;
+    const user = await ctx.loaders.of(this.usersByIds).load(userId);
+    return user ? { id: user.id, email: user.email } : null;
   }
 
   @FieldResolver(() => ApiKeyCreatorType, { nullable: true, description: 'Null for keys created from the command line or by another key' })

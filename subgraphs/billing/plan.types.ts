@@ -10,4 +10,7 @@ export class PlanType {
 
   @Field(() => Int, { description: 'Credits allocated at the start of each period (the 1st of the month on-premise)' })
   monthlyCredits!: number;
+
+  @Field(() => Int, { description: 'Requests a day per account on the AI modules API, reset at midnight UTC' })
+  dailyRequests!: number;
 }

@@ -1,3 +1,4 @@
+import { ModuleKeysResolver } from './module-keys.resolver';
 import { defineSubgraph } from '../build-subgraph';
 import { canSeeCompany, type GraphQLContext } from '../context';
 import { identityDomain } from '../../src/domains/identity';
@@ -12,7 +13,7 @@ import { InvitationAcceptResolver } from './invitation.resolver';
 export const identitySubgraph = defineSubgraph({
   name: 'identity',
   domains: [identityDomain],
-  resolvers: [AuthResolver, UserResolver, SessionResolver, ProfileResolver, MfaResolver, AccountResolver, PasswordResolver, InvitationAcceptResolver],
+  resolvers: [AuthResolver, UserResolver, SessionResolver, ProfileResolver, MfaResolver, AccountResolver, PasswordResolver, InvitationAcceptResolver, ModuleKeysResolver],
   references: {
     // A gateway may ask for any key; answer only inside the caller's company.
     Company: (ref: { id: string }, ctx: GraphQLContext) =>

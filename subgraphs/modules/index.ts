@@ -1,12 +1,14 @@
 import { defineSubgraph } from '../build-subgraph';
 import { catalogDomain } from '../../src/domains/catalog';
+import { aiDomain } from '../../src/domains/ai';
+import { AiModulesResolver } from './ai.resolver';
 import { canSeeCompany, type GraphQLContext } from '../context';
 import { ModelResolver, ModulesCompany, ModulesCompanyResolver } from './modules.resolver';
 
 export const modulesSubgraph = defineSubgraph({
   name: 'modules',
-  domains: [catalogDomain],
-  resolvers: [ModelResolver, ModulesCompanyResolver],
+  domains: [catalogDomain, aiDomain],
+  resolvers: [ModelResolver, ModulesCompanyResolver, AiModulesResolver],
   orphanedTypes: [ModulesCompany],
   references: {
     Company: (ref: { id: string }, ctx: GraphQLContext) => (canSeeCompany(ctx, ref.id) ? { id: ref.id } : null),

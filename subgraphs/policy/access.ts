@@ -15,8 +15,12 @@ export interface FieldPolicy {
    * `public`: anyone; `authenticated`: a signed-in user or a company API key
    * (refused 401 with the reason the credential was refused, before the
    * resolver runs). Finer rules (roles, user-only) stay with the domain.
+   * A user's AI-modules key (`sk_live_svc_…`) is refused (401) on every field
+   * but `modules` ones.
+   * `modules`: an AI module, run for a user: a signed-in user or an
+   * AI-modules key (its scope is checked by the module's service).
    */
-  auth: 'public' | 'authenticated';
+  auth: 'public' | 'authenticated' | 'modules';
   /** A stricter per-IP budget the operation spends before it runs, on top of the request's own. */
   rateLimit?: Exclude<RateLimitClass, 'default'>;
   /**

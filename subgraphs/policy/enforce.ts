@@ -2,6 +2,7 @@ import { MapperKind, mapSchema, type FieldMapper } from '@graphql-tools/utils';
 import type { GraphQLFieldResolver, GraphQLSchema } from 'graphql';
 import { AppError } from '../../src/errors/catalog';
 import { nulRefusal } from '../../src/errors/nul';
+import { moduleKeyOutsideModules } from '../../src/auth/policy';
 import type { GraphQLContext } from '../context';
 import { fieldPolicy, type FieldPolicy } from './access';
 
@@ -42,9 +43,11 @@ export function enforceFieldPolicies(schema: GraphQLSchema, subgraph: string): G
 
 function guarded(inner: GraphQLFieldResolver<unknown, GraphQLContext>, policy: FieldPolicy): GraphQLFieldResolver<unknown, GraphQLContext> {
   return (source, args, ctx, info) => {
-    if (policy.auth === 'authenticated' && ctx.principal.kind === 'anonymous') {
+    const kind = ctx.principal.kind;
+    if (kind === 'anonymous' && policy.auth !== 'public') {
       throw ctx.principal.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
     }
+    if (kind === 'module_key' && policy.auth === 'authenticated') throw moduleKeyOutsideModules();
     const refused = nulRefusal(args);
     if (refused) throw refused;
     return ctx.run ? ctx.run.run(() => inner(source, args, ctx, info)) : inner(source, args, ctx, info);

@@ -9,12 +9,14 @@ export interface PlanView {
   id: string;
   name: string;
   monthlyCredits: number;
+  dailyRequests: number;
 }
 
 interface PlanRow {
   id: string;
   name: string;
   monthly_credits: number;
+  daily_requests: number;
 }
 
 /** An entry of data/plans.json. */
@@ -22,6 +24,7 @@ export interface PlanSeed {
   id: string;
   name: string;
   monthly_credits: number;
+  daily_requests: number;
 }
 
 /** The plan catalog: what each plan offers. Which plan a company is on is the company's record. */
@@ -44,8 +47,8 @@ export class PlanService {
   /** One plan, from memory while the database is unchanged (the profile's hot path); null when unknown. */
   plan(id: string): PlanView | null {
     return this.byId.get(id, () => {
-      const row = this.reads.get<PlanRow>('select id, name, monthly_credits from plans where id = ?', id);
-      return row ? { id: row.id, name: row.name, monthlyCredits: row.monthly_credits } : null;
+      const row = this.reads.get<PlanRow>('select id, name, monthly_credits, daily_requests from plans where id = ?', id);
+      return row ? { id: row.id, name: row.name, monthlyCredits: row.monthly_credits, dailyRequests: row.daily_requests } : null;
     });
   }
 
@@ -65,9 +68,14 @@ export class PlanService {
 
   async seed(plans: PlanSeed[]): Promise<number> {
     const em = currentEm(this.orm);
-    const existing = new Set((await em.find(Plan, {})).map((p) => p.id));
+    const existing = new Map((await em.find(Plan, {})).map((p) => [p.id, p]));
     const missing = plans.filter((p) => !existing.has(p.id));
-    for (const p of missing) em.create(Plan, { id: p.id, name: p.name, monthlyCredits: p.monthly_credits });
+    for (const p of missing) em.create(Plan, { id: p.id, name: p.name, monthlyCredits: p.monthly_credits, dailyRequests: p.daily_requests });
+    // A limit the seed has and a plan lacks (0, as plans had before daily limits) is filled in.
+    for (const p of plans) {
+      const stored = existing.get(p.id);
+      if (stored && stored.dailyRequests === 0) stored.dailyRequests = p.daily_requests;
+    }
     await em.flush();
     return missing.length;
   }

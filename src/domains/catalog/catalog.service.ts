@@ -30,6 +30,8 @@ const modelView = (r: ModelRow): ModelView => ({
 export interface ModelSeed extends ModelRow {
   blocked?: boolean;
   price_per_1k_tokens?: string;
+  /** The model its family's name stands for. */
+  family_default?: boolean;
 }
 
 /** Micro-units of a decimal price ("0.005" is 5,000). */
@@ -61,6 +63,26 @@ export class CatalogService {
     if (!row) throw new AppError('model_not_found', `No model ${modelId} in the catalog`);
     if (row.blocked) throw new AppError('model_blocked', `The model ${modelId} has been blocked by an administrator`);
     return modelView(row);
+  }
+
+  /**
+   * The model a request runs on, from a catalog model id or a model family
+   * (`gpt`, `claude`, `mistral`, `llama`: the family's default model). The one
+   * place that decides it: unknown is 404 model_not_found, blocked 422
+   * model_blocked (a family whose default is blocked falls back to its
+   * cheapest usable model, and is blocked only when all its models are).
+   */
+  resolve(modelOrFamily: string): ModelView {
+    const byId = this.reads.get<{ id: string }>('select id from models where id = ?', modelOrFamily);
+    if (byId) return this.requireUsable(byId.id);
+    const members = this.reads.all<ModelRow & { blocked: number; family_default: number }>(
+      `${MODEL_SELECT.replace(' from', ', blocked, family_default from')} where family = ? order by family_default desc, credit_cost, id`,
+      modelOrFamily,
+    );
+    if (!members.length) throw new AppError('model_not_found', `No model or model family "${modelOrFamily}" in the catalog`);
+    const usable = members.find((m) => !m.blocked);
+    if (!usable) throw new AppError('model_blocked', `Every model of the family ${modelOrFamily} has been blocked by an administrator`);
+    return modelView(usable);
   }
 
   /** The same decision for callers that answer a refused model as absent (federation's `_entities`). */
@@ -102,8 +124,15 @@ export class CatalogService {
         contextLength: m.context_length,
         blocked: m.blocked ?? false,
         priceMicrosPer1kTokens: priceMicros(m.price_per_1k_tokens),
+        familyDefault: m.family_default ?? false,
       });
       added++;
+    }
+    // A family without a default (as before defaults existed) takes the seed's.
+    const all = [...existing.values()];
+    for (const m of models) {
+      const stored = existing.get(m.id);
+      if (stored && m.family_default && !all.some((o) => o.family === stored.family && o.familyDefault)) stored.familyDefault = true;
     }
     await em.flush();
     return added;

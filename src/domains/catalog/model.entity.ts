@@ -3,7 +3,7 @@ import { DateTimeType, Entity, OptionalProps, PrimaryKey, Property } from '@mikr
 /** An AI model of the catalog; blocked models are hidden and refused. */
 @Entity({ tableName: 'models' })
 export class Model {
-  [OptionalProps]?: 'blocked' | 'createdAt' | 'priceMicrosPer1kTokens';
+  [OptionalProps]?: 'blocked' | 'createdAt' | 'priceMicrosPer1kTokens' | 'familyDefault';
 
   @PrimaryKey({ type: 'string', length: 100 })
   id!: string;
@@ -30,6 +30,10 @@ export class Model {
   /** The provider's price per 1,000 tokens, in micro-units of BILLING_CURRENCY: the currency cost of usage. */
   @Property({ type: 'integer' })
   priceMicrosPer1kTokens: number = 0;
+
+  /** The model a request naming only the family (`gpt`, `claude`, …) runs on. */
+  @Property({ type: 'boolean' })
+  familyDefault: boolean = false;
 
   @Property({ type: DateTimeType })
   createdAt: Date = new Date();

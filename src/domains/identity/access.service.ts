@@ -1,5 +1,6 @@
-import { anonymous, type ApiKeyPrincipal, type Principal, type UserPrincipal } from '../../auth/principal';
+import { anonymous, type ApiKeyPrincipal, type ModuleKeyPrincipal, type Principal, type UserPrincipal } from '../../auth/principal';
 import { AppError, isAppError } from '../../errors/catalog';
+import { moduleKeyOutsideModules } from '../../auth/policy';
 import type { AuthService } from './auth.service';
 import type { SessionCookieService } from './session-cookie.service';
 import { ipRefusal, type CompiledPolicy, type SecurityPolicyEnforcer } from './security-policy.enforcer';
@@ -47,6 +48,8 @@ export class AccessService {
    * MFA enrolment is owed (enrolment is not done over subscriptions).
    */
   async socket(principal: Principal): Promise<Principal> {
+    // AI-modules keys are for the AI modules API over HTTP; dashboards sign in.
+    if (principal.kind === 'module_key') return { kind: 'anonymous', credentialError: moduleKeyOutsideModules() };
     if (principal.kind === 'user' && (await this.policies.mfaEnrollmentPending(principal))) {
       return { kind: 'anonymous', credentialError: enrollmentRequired() };
     }
@@ -59,7 +62,7 @@ export class AccessService {
     return this.policies.cachedMfaEnrollmentPending(principal) ?? this.policies.mfaEnrollmentPending(principal);
   }
 
-  private async refused(resolving: Promise<UserPrincipal | ApiKeyPrincipal>): Promise<Principal> {
+  private async refused(resolving: Promise<UserPrincipal | ApiKeyPrincipal | ModuleKeyPrincipal>): Promise<Principal> {
     try {
       return await resolving;
     } catch (error) {
@@ -74,7 +77,7 @@ export class AccessService {
   }
 }
 
-function withIpAllowlist(principal: UserPrincipal | ApiKeyPrincipal, policy: CompiledPolicy, ip: string): Principal {
+function withIpAllowlist(principal: UserPrincipal | ApiKeyPrincipal | ModuleKeyPrincipal, policy: CompiledPolicy, ip: string): Principal {
   const refusal = ipRefusal(policy, ip);
   return refusal ? { kind: 'anonymous', credentialError: refusal } : principal;
 }

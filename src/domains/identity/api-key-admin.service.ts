@@ -28,7 +28,7 @@ export class ApiKeyAdminService {
     private readonly apiKeys: ApiKeyService,
   ) {}
 
-  /** The caller's company's active keys, newest first. */
+  /** The caller's company's active keys, newest first: its company keys and its users' AI-modules keys. */
   async list(principal: Principal, options: { page: number; perPage: number }): Promise<Page<ApiKey>> {
     const { companyId } = requireCompanyAdmin(principal);
     const [items, total] = await currentEm(this.orm).findAndCount(
@@ -41,7 +41,8 @@ export class ApiKeyAdminService {
 
   async create(principal: Principal, name: string, meta: RequestMeta): Promise<{ apiKey: ApiKey; plaintext: string }> {
     const { companyId } = requireCompanyAdmin(principal);
-    const active = await currentEm(this.orm).count(ApiKey, { company: companyId, revokedAt: null });
+    // Users' AI-modules keys have their own limit per account.
+    const active = await currentEm(this.orm).count(ApiKey, { company: companyId, revokedAt: null, user: null });
     if (active >= MAX_ACTIVE_API_KEYS) {
       throw new AppError('api_key_limit_reached', `A company may hold at most ${MAX_ACTIVE_API_KEYS} active API keys; revoke one first`);
     }

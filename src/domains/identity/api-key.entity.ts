@@ -3,11 +3,17 @@ import { randomUUID } from 'node:crypto';
 import { Company } from './company.entity';
 import { User } from './user.entity';
 
-/** A company API key (`svc_…`). Only the SHA-256 of the key is stored. */
+/**
+ * An API key; only the SHA-256 of the key is stored. A company key (`svc_…`,
+ * no `user`) acts as an admin of its company on the platform API. A user's
+ * AI-modules key (`sk_live_svc_…`, with `user` and `scopes`) acts as that
+ * user on the AI modules API only.
+ */
 @Entity({ tableName: 'api_keys' })
 @Index({ properties: ['company', 'revokedAt'] })
+@Index({ properties: ['user', 'revokedAt'] })
 export class ApiKey {
-  [OptionalProps]?: 'id' | 'createdAt' | 'lastUsedAt' | 'revokedAt' | 'createdBy';
+  [OptionalProps]?: 'id' | 'createdAt' | 'lastUsedAt' | 'revokedAt' | 'createdBy' | 'user' | 'scopes';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -27,6 +33,14 @@ export class ApiKey {
 
   @ManyToOne(() => User, { nullable: true, deleteRule: 'set null' })
   createdBy: User | null = null;
+
+  /** The account an AI-modules key belongs to; null for a company key. The key goes with its user. */
+  @ManyToOne(() => User, { nullable: true, deleteRule: 'cascade' })
+  user: User | null = null;
+
+  /** An AI-modules key's scopes, comma-separated; null for a company key. */
+  @Property({ type: 'string', length: 100, nullable: true })
+  scopes: string | null = null;
 
   @Property({ type: DateTimeType })
   createdAt: Date = new Date();

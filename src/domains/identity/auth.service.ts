@@ -3,9 +3,9 @@ import type { IdentitySettings } from './config';
 import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
 import { dummyPasswordHash, verifyPassword } from '../../auth/password';
-import { AccessTokens, COMPANY_KEY_PREFIX, newRefreshToken, sha256Hex } from '../../auth/tokens';
+import { AccessTokens, COMPANY_KEY_PREFIX, MODULE_KEY_PREFIX, newRefreshToken, sha256Hex } from '../../auth/tokens';
 import { requireAuthenticated } from '../../auth/policy';
-import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
+import { moduleScopes, type ApiKeyPrincipal, type ModuleKeyPrincipal, type ModuleScope, type Principal, type RequestMeta, type UserPrincipal } from '../../auth/principal';
 import type { AuditService } from '../audit';
 import type { MfaService } from './mfa.service';
 import type { LoginThrottleService } from './login-throttle.service';
@@ -47,7 +47,7 @@ export const TOUCH_MS = 60_000;
  */
 export class AuthService {
   private readonly sessions = new Map<string, Cached<UserPrincipal>>();
-  private readonly keys = new Map<string, Cached<ApiKeyPrincipal>>();
+  private readonly keys = new Map<string, Cached<ApiKeyPrincipal | ModuleKeyPrincipal>>();
   private readonly lastTouched = new Map<string, number>();
   /** When each session was last used on this node (every request; the database is written at most once a minute). */
   private readonly lastActive = new Map<string, number>();
@@ -67,6 +67,8 @@ export class AuthService {
     bus.subscribe('session.revoked', ({ sessionId }) => this.sessions.delete(sessionId));
     bus.subscribe('user.changed', ({ userId }) => {
       for (const [id, cached] of this.sessions) if (cached.value.userId === userId) this.sessions.delete(id);
+      // A suspended or demoted user's AI-modules keys are judged again on their next use.
+      for (const [hash, cached] of this.keys) if (cached.value.kind === 'module_key' && cached.value.userId === userId) this.keys.delete(hash);
     });
     bus.subscribe('api_key.revoked', ({ keyHash }) => this.keys.delete(keyHash));
   }
@@ -223,9 +225,9 @@ export class AuthService {
    * company policy. Undefined whenever authenticate() has work to do (a read,
    * a refusal, an idle session to revoke): the hot path's synchronous answer.
    */
-  cachedPrincipal(credential: string): UserPrincipal | ApiKeyPrincipal | undefined {
+  cachedPrincipal(credential: string): UserPrincipal | ApiKeyPrincipal | ModuleKeyPrincipal | undefined {
     const now = Date.now();
-    if (credential.startsWith(COMPANY_KEY_PREFIX)) {
+    if (credential.startsWith(COMPANY_KEY_PREFIX) || credential.startsWith(MODULE_KEY_PREFIX)) {
       const cached = this.keys.get(sha256Hex(credential));
       if (!cached || cached.until <= now) return undefined;
       const policy = this.cachedPolicy(cached.value.companyId);
@@ -248,10 +250,10 @@ export class AuthService {
   }
 
   /** Resolves a Bearer credential (access token or company key) to a principal, or throws. */
-  async authenticate(credential: string): Promise<UserPrincipal | ApiKeyPrincipal> {
+  async authenticate(credential: string): Promise<UserPrincipal | ApiKeyPrincipal | ModuleKeyPrincipal> {
     const fast = this.cachedPrincipal(credential);
     if (fast) return fast;
-    if (credential.startsWith(COMPANY_KEY_PREFIX)) return this.authenticateKey(credential);
+    if (credential.startsWith(COMPANY_KEY_PREFIX) || credential.startsWith(MODULE_KEY_PREFIX)) return this.authenticateKey(credential);
     const claims = await this.tokens.verify(credential);
     const now = Date.now();
     const cached = this.sessions.get(claims.sid);
@@ -290,7 +292,7 @@ export class AuthService {
     return principal;
   }
 
-  private async authenticateKey(key: string): Promise<ApiKeyPrincipal> {
+  private async authenticateKey(key: string): Promise<ApiKeyPrincipal | ModuleKeyPrincipal> {
     const keyHash = sha256Hex(key);
     const now = Date.now();
     const cached = this.keys.get(keyHash);
@@ -298,15 +300,31 @@ export class AuthService {
       await this.policies.checkKeyAge(cached.value.companyId, cached.stamp!, now);
       return cached.value;
     }
-    const apiKey = await currentEm(this.orm).findOne(ApiKey, { keyHash, revokedAt: null });
+    const moduleKey = key.startsWith(MODULE_KEY_PREFIX);
+    // A company key is never a user's key and the other way round, whatever the hash.
+    const apiKey = await currentEm(this.orm).findOne(
+      ApiKey,
+      { keyHash, revokedAt: null, user: moduleKey ? { $ne: null } : null },
+      { populate: moduleKey ? ['user'] : [] },
+    );
     if (!apiKey) throw new AppError('token_invalid', 'The API key is invalid or has been revoked');
-    const principal: ApiKeyPrincipal = {
-      kind: 'api_key',
-      keyId: apiKey.id,
-      companyId: apiKey.company.id,
-      role: 'admin',
-      name: apiKey.name,
-    };
+    let principal: ApiKeyPrincipal | ModuleKeyPrincipal;
+    if (apiKey.user) {
+      const user = apiKey.user;
+      if (user.status !== 'active') throw new AppError('token_invalid', 'The account of this API key is suspended');
+      principal = {
+        kind: 'module_key',
+        keyId: apiKey.id,
+        userId: user.id,
+        companyId: apiKey.company.id,
+        role: user.role,
+        email: user.email,
+        name: apiKey.name,
+        scopes: parseScopes(apiKey.scopes),
+      };
+    } else {
+      principal = { kind: 'api_key', keyId: apiKey.id, companyId: apiKey.company.id, role: 'admin', name: apiKey.name };
+    }
     await this.policies.checkKeyAge(principal.companyId, apiKey.createdAt.getTime(), now);
     this.keys.set(keyHash, { value: principal, until: now + CACHE_MS, stamp: apiKey.createdAt.getTime() });
     this.touch(ApiKey, apiKey.id, 'lastUsedAt', now);
@@ -363,4 +381,10 @@ export class AuthService {
       .nativeUpdate(entity as typeof Session, { id }, { [field]: new Date(now) })
       .catch(() => this.lastTouched.delete(id));
   }
+}
+
+/** A stored scope list; unknown names (from a later version) are ignored. */
+export function parseScopes(stored: string | null): ModuleScope[] {
+  const names = (stored ?? '').split(',');
+  return moduleScopes.filter((scope) => names.includes(scope));
 }

@@ -7,6 +7,7 @@ import { ACCOUNT_DELETION_SWEEP, AccountDeletionService } from './account-deleti
 import { ApiKeyAdminService } from './api-key-admin.service';
 import { ApiKey } from './api-key.entity';
 import { ApiKeyService } from './api-key.service';
+import { ModuleKeyService } from './module-key.service';
 import { AuthService } from './auth.service';
 import { CompanyAdminService } from './company-admin.service';
 import { Company } from './company.entity';
@@ -53,7 +54,8 @@ export { AccountDeletionService, CANCEL_DELETION_PATH, type DeletionRun } from '
 export { ApiKey } from './api-key.entity';
 export { ApiKeyAdminService, API_KEYS_PER_PAGE, MAX_ACTIVE_API_KEYS } from './api-key-admin.service';
 export { ApiKeyService } from './api-key.service';
-export { AuthService, type LoginResult, type TokenPair } from './auth.service';
+export { ModuleKeyService, MAX_MODULE_KEYS_PER_USER, moduleKeyView, type ModuleKeyView } from './module-key.service';
+export { AuthService, parseScopes, type LoginResult, type TokenPair } from './auth.service';
 export { Company } from './company.entity';
 export {
   CompanyAdminService,
@@ -159,6 +161,7 @@ export const identityDomain = defineDomain({
       invitations: new InvitationService(orm, config, audit, mailer, auth, policies),
       apiKeys,
       apiKeyAdmin: new ApiKeyAdminService(orm, audit, events, apiKeys),
+      moduleKeys: new ModuleKeyService(orm, audit, events),
       companies,
       users: new UserAdminService(orm, dialect, events, audit, sessions, passwordReset, mfa, throttle, mailer, deps.billing.usage, companies),
       policies,

@@ -3,6 +3,7 @@ import { Migration20261122000000Billing } from './Migration20261122000000-billin
 import { Migration20261122100600UsageRecords } from './Migration20261122100600-usage-records';
 import { Migration20261124000000Ledger } from './Migration20261124000000-ledger';
 import { Migration20261124030000UsageCost } from './Migration20261124030000-usage-cost';
+import { Migration20261124110000PlanDailyRequests } from './Migration20261124110000-plan-daily-requests';
 
 /** Billing's migrations; one that has shipped never changes the schema it builds. */
 export const billingMigrations: MigrationEntry[] = [
@@ -11,4 +12,5 @@ export const billingMigrations: MigrationEntry[] = [
   { name: 'Migration20261122100600UsageRecords', class: Migration20261122100600UsageRecords },
   { name: 'Migration20261124000000Ledger', class: Migration20261124000000Ledger },
   { name: 'Migration20261124030000UsageCost', class: Migration20261124030000UsageCost },
+  { name: 'Migration20261124110000PlanDailyRequests', class: Migration20261124110000PlanDailyRequests },
 ];

@@ -7,6 +7,7 @@ import { Migration20261122100400EmailChangeDeletion } from './Migration202611221
 import { Migration20261122100500SsoMfa } from './Migration20261122100500-sso-mfa';
 import { Migration20261122100800SecurityPolicy } from './Migration20261122100800-security-policy';
 import { Migration20261123100000InvitationPendingUnique } from './Migration20261123100000-invitation-pending-unique';
+import { Migration20261124100000ModuleKeys } from './Migration20261124100000-module-keys';
 
 /** Identity's migrations; one that has shipped never changes the schema it builds. */
 export const identityMigrations: MigrationEntry[] = [
@@ -19,4 +20,5 @@ export const identityMigrations: MigrationEntry[] = [
   { name: 'Migration20261122100500SsoMfa', class: Migration20261122100500SsoMfa },
   { name: 'Migration20261122100800SecurityPolicy', class: Migration20261122100800SecurityPolicy },
   { name: 'Migration20261123100000InvitationPendingUnique', class: Migration20261123100000InvitationPendingUnique },
+  { name: 'Migration20261124100000ModuleKeys', class: Migration20261124100000ModuleKeys },
 ];

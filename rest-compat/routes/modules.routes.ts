@@ -1,0 +1,180 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { body, member, type RestRoute } from '../route';
+import { problemBody } from '../../src/host/problem';
+import { AppError, isAppError } from '../../src/errors/catalog';
+import { CHAT_MESSAGE_MAX, chatAgents, SESSION_ID_MAX, STUDIO_TEXT_MAX, type ChatReply } from '../../src/domains/ai';
+
+const KEY = 'Takes only an AI-modules key (Authorization: Bearer sk_live_svc_…); any other credential is 401.';
+const COST =
+  "Cost: tokens ÷ 1,000 × the model's credit cost from the catalog (GET /v1/models), rounded up. The largest possible call " +
+  '(the prompt and AI_MAX_OUTPUT_TOKENS) is held before it runs and what it used is spent; a failed call spends nothing. ' +
+  'Out of credits is 402 CREDIT_EXHAUSTED, a spent currency budget 402 BUDGET_EXHAUSTED.';
+const NO_PROVIDER = 'Without AI_BASE_URL: 503 ai_provider_not_configured, spending nothing.';
+
+interface ChatBody {
+  message: string;
+  agent: string;
+  session_id: string;
+  web_search?: boolean;
+  model?: string;
+  stream?: boolean;
+}
+
+const chatReply = (reply: ChatReply) => ({
+  response: reply.response,
+  tokens: reply.tokens,
+  session_id: reply.sessionId,
+  credits_used: reply.creditsUsed,
+  model: reply.model,
+  ...(reply.sources ? { sources: reply.sources } : {}),
+});
+
+/**
+ * POST /chat: JSON, or with "stream": true Server-Sent Events (delta
+ * events, then done or error). A stream's request is checked before the
+ * first byte, so a refusal is still a problem document; a client that goes
+ * away aborts the provider call, and what it used is spent.
+ */
+async function chat(request: FastifyRequest, reply: FastifyReply) {
+  const b = request.body as ChatBody;
+  const input = { message: b.message, agent: b.agent, sessionId: b.session_id, webSearch: b.web_search ?? false, model: b.model ?? null };
+  const service = request.server.domains.ai.chat;
+  if (!b.stream) return reply.code(200).send(chatReply(await service.chat(request.principal, input, request.meta)));
+
+  service.prepare(request.principal, input);
+  const abort = new AbortController();
+  const raw = reply.raw;
+  reply.hijack();
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    // No proxy may hold deltas back.
+    'x-accel-buffering': 'no',
+    connection: 'keep-alive',
+  });
+  const send = (event: string, data: unknown) => raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  raw.on('close', () => {
+    if (!raw.writableFinished) abort.abort();
+  });
+  try {
+    const done = await service.chat(request.principal, input, request.meta, { onDelta: (text) => send('delta', { text }), signal: abort.signal });
+    const { response: _text, ...rest } = chatReply(done);
+    send('done', rest);
+  } catch (error) {
+    if (abort.signal.aborted) return;
+    const problem = isAppError(error) ? error : new AppError('internal_error', 'The reply failed');
+    if (!isAppError(error)) request.log.error({ err: error }, 'chat stream failed');
+    send('error', problemBody(problem, request, request.server.config.docsUrl));
+  } finally {
+    raw.end();
+  }
+}
+
+const chatRequest = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['message', 'agent', 'session_id'],
+  properties: {
+    message: { type: 'string', minLength: 1, maxLength: CHAT_MESSAGE_MAX },
+    agent: { type: 'string', enum: [...chatAgents] },
+    session_id: { type: 'string', minLength: 1, maxLength: SESSION_ID_MAX, description: "Reusing it keeps the conversation (per user)" },
+    web_search: { type: 'boolean', default: false },
+    model: { type: 'string', minLength: 1, maxLength: 100, description: 'A catalog model id or a model family (gpt, claude, mistral, llama)' },
+    stream: { type: 'boolean', default: false, description: 'Answer as Server-Sent Events: delta, then done or error' },
+  },
+};
+
+const chatResponse = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['response', 'tokens', 'session_id', 'credits_used', 'model'],
+  properties: {
+    response: { type: 'string' },
+    tokens: { type: 'integer' },
+    session_id: { type: 'string' },
+    credits_used: { type: 'integer' },
+    model: { type: 'string' },
+    sources: {
+      type: 'array',
+      items: { type: 'object', additionalProperties: false, required: ['title', 'url', 'snippet'], properties: { title: { type: 'string' }, url: { type: 'string' }, snippet: { type: 'string' } } },
+    },
+  },
+};
+
+/** The key-authenticated AI modules (ai-modules-api.md): each path also a GraphQL field of the modules subgraph. */
+export const moduleRoutes: RestRoute[] = [
+  {
+    method: 'GET',
+    path: '/apikeys/verify',
+    operationId: 'verifyApiKey',
+    summary: 'Verify an API key',
+    description: `The presented key: valid, username (its user's email), plan, scopes and auth_method. ${KEY}`,
+    tag: 'AI modules',
+    credential: 'module_key',
+    status: 200,
+    field: 'apiKeyVerification',
+  },
+  {
+    method: 'GET',
+    path: '/usage',
+    operationId: 'getModuleUsage',
+    summary: 'Usage',
+    description:
+      "The key's user and plan, the company's credits available now (credits_remaining), the plan's monthly credits and the " +
+      `days left of a trial (null without one). Free. ${KEY}`,
+    tag: 'AI modules',
+    credential: 'module_key',
+    status: 200,
+    field: 'moduleUsage',
+  },
+  {
+    method: 'POST',
+    path: '/chat',
+    operationId: 'chat',
+    summary: 'Chat',
+    description:
+      `A reply from a persona (agent: ${chatAgents.join(', ')}), with the session's history, trimmed to the model's context. ` +
+      'web_search puts search results into the context and answers them as sources (503 web_search_not_configured without ' +
+      'WEB_SEARCH_URL). With "stream": true the answer is Server-Sent Events: delta {text}, then done {tokens, credits_used, ' +
+      `session_id, model} or error (a problem document), and the stream closes. Scope chat. ${COST} ${NO_PROVIDER} ${KEY}`,
+    tag: 'AI modules',
+    credential: 'module_key',
+    auth: 'required',
+    status: 200,
+    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'The key lacks the chat scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured or web_search_not_configured', 504: 'ai_provider_timeout' },
+    request: { body: chatRequest },
+    response: chatResponse,
+    raw: chat,
+  },
+  {
+    method: 'POST',
+    path: '/studio/process',
+    operationId: 'studioProcess',
+    summary: 'Translate or rewrite a text',
+    description:
+      `text (up to ${STUDIO_TEXT_MAX} characters); source_lang (ISO 639-1, detected offline when absent); target_lang (default ` +
+      'en); mode: translate (default), grammar, formal or informal. Rewrites keep the source language. Unknown language ' +
+      `codes or modes are 422. Scope translate. ${COST} ${NO_PROVIDER} ${KEY}`,
+    tag: 'AI modules',
+    credential: 'module_key',
+    status: 200,
+    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'The key lacks the translate scope', 502: 'ai_provider_error', 503: 'ai_provider_not_configured', 504: 'ai_provider_timeout' },
+    field: 'studioProcess',
+    args: { input: body() },
+  },
+  {
+    method: 'POST',
+    path: '/studio/detect',
+    operationId: 'detectLanguage',
+    summary: 'Detect the language of a text',
+    description: `Body: text (up to ${STUDIO_TEXT_MAX} characters). Detected offline: free, and works without a provider. Scope translate. ${KEY}`,
+    tag: 'AI modules',
+    extension: true,
+    credential: 'module_key',
+    status: 200,
+    problems: { 403: 'The key lacks the translate scope' },
+    field: 'detectLanguage',
+    args: { text: member('text', { minLength: 1, maxLength: STUDIO_TEXT_MAX }) },
+  },
+];

@@ -1,0 +1,77 @@
+import { AppError, isAppError } from '../../errors/catalog';
+import type { ModuleCaller } from '../../auth/policy';
+import type { BillingApi, Hold } from '../billing';
+import type { ModelView } from '../catalog';
+
+/** Credits for `tokens` of a model: tokens ÷ 1,000 × its credit cost, rounded up. */
+export function creditsFor(tokens: number, model: Pick<ModelView, 'creditCost'>): number {
+  return Math.ceil((tokens * model.creditCost) / 1000);
+}
+
+/**
+ * How the AI modules spend credits: only through billing's reserve, commit
+ * and release. A hold is taken for the most a call can cost before the call,
+ * and settled at what it used; billing's 402s get the AI modules API's
+ * spelling (CREDIT_EXHAUSTED, BUDGET_EXHAUSTED) with the same detail.
+ */
+export class ModuleCredits {
+  constructor(private readonly billing: BillingApi) {}
+
+  async reserve(caller: ModuleCaller, input: { credits: number; key: string; feature: string; model?: string | null }): Promise<Hold> {
+    try {
+      return await this.billing.ledger.reserve({
+        companyId: caller.companyId,
+        credits: Math.max(1, input.credits),
+        key: input.key,
+        userId: caller.userId,
+        apiKeyId: caller.keyId,
+        feature: input.feature,
+        model: input.model ?? null,
+      });
+    } catch (error) {
+      throw modulesSpelling(error);
+    }
+  }
+
+  /** Spends what the call used (at most the hold) and returns the rest. */
+  async commit(hold: Hold, usage: { credits: number; tokens: number; model?: string }): Promise<number> {
+    const settlement = await this.billing.ledger.commit(hold.id, usage);
+    return settlement.credits;
+  }
+
+  /** Returns the whole hold: the call failed and nothing is spent. Never masks the failure that led here. */
+  async release(hold: Hold): Promise<void> {
+    await this.billing.ledger.release(hold.id).catch(() => undefined);
+  }
+
+  /**
+   * Runs `work` under a hold of `credits`: commits what it reports used, or
+   * releases the whole hold when it throws (a partial use it reports on the
+   * way out, a client that went away, is committed instead).
+   */
+  async spend<T>(
+    caller: ModuleCaller,
+    hold: { credits: number; key: string; feature: string; model: ModelView },
+    work: (held: Hold) => Promise<{ value: T; tokens: number; credits: number }>,
+  ): Promise<{ value: T; creditsUsed: number; tokens: number }> {
+    const held = await this.reserve(caller, { credits: hold.credits, key: hold.key, feature: hold.feature, model: hold.model.id });
+    let outcome: { value: T; tokens: number; credits: number };
+    try {
+      outcome = await work(held);
+    } catch (error) {
+      const used = (error as { usedTokens?: number }).usedTokens;
+      if (used) await this.commit(held, { credits: creditsFor(used, hold.model), tokens: used, model: hold.model.id }).catch(() => this.release(held));
+      else await this.release(held);
+      throw error;
+    }
+    const creditsUsed = await this.commit(held, { credits: outcome.credits, tokens: outcome.tokens, model: hold.model.id });
+    return { value: outcome.value, creditsUsed, tokens: outcome.tokens };
+  }
+}
+
+function modulesSpelling(error: unknown): unknown {
+  if (!isAppError(error)) return error;
+  if (error.code === 'insufficient_credits') return new AppError('CREDIT_EXHAUSTED', error.message, { extra: error.extra, cause: error });
+  if (error.code === 'budget_exhausted') return new AppError('BUDGET_EXHAUSTED', error.message, { extra: error.extra, cause: error });
+  return error;
+}

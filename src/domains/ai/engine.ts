@@ -1,0 +1,205 @@
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import { AppError } from '../../errors/catalog';
+import type { ModelView } from '../catalog';
+import type { AiConfig } from './config';
+
+export type Message = ChatCompletionMessageParam;
+export type Tool = ChatCompletionTool;
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  /** True when the provider sent no usage and the counts are estimated from the text. */
+  estimated: boolean;
+}
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** The arguments as the model wrote them (JSON text). */
+  arguments: string;
+}
+
+export interface Completion {
+  content: string;
+  toolCalls: ToolCall[];
+  usage: TokenUsage;
+}
+
+export interface CompletionRequest {
+  model: ModelView;
+  messages: Message[];
+  tools?: Tool[];
+  maxTokens: number;
+  signal?: AbortSignal;
+}
+
+/** A provider call ended by its caller (the client went away): what it had used until then. */
+export class ProviderCallAborted extends Error {
+  constructor(readonly usage: TokenUsage) {
+    super('The provider call was aborted');
+  }
+
+  /** What ModuleCredits.spend commits instead of releasing the hold. */
+  get usedTokens(): number {
+    return this.usage.totalTokens;
+  }
+}
+
+/**
+ * Tokens of a text when the provider does not count them: about four
+ * characters a token for English, rounded up. Used only without `usage`.
+ */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+/** Tokens of a prompt: its texts plus a few per message for the chat format. */
+export function estimatePromptTokens(messages: readonly Message[]): number {
+  let tokens = 3;
+  for (const m of messages) {
+    tokens += 4;
+    if (typeof m.content === 'string') tokens += estimateTokens(m.content);
+    if ('tool_calls' in m && m.tool_calls) for (const c of m.tool_calls) if (c.type === 'function') tokens += estimateTokens(c.function.name + c.function.arguments);
+  }
+  return tokens;
+}
+
+/**
+ * The one way Atrium talks to a model: the official `openai` SDK against any
+ * OpenAI-compatible server (AI_BASE_URL). The SDK times each call out and
+ * retries 429, 5xx and connection errors with backoff (AI_MAX_RETRIES);
+ * what still fails becomes 502 ai_provider_error or 504 ai_provider_timeout.
+ */
+export class AiEngine {
+  private readonly client: OpenAI | null;
+
+  constructor(private readonly config: AiConfig) {
+    this.client = config.baseUrl
+      ? new OpenAI({
+          baseURL: config.baseUrl,
+          // Local servers (Ollama, vLLM, llama.cpp) take any key; the SDK insists on one.
+          apiKey: config.apiKey ?? 'none',
+          timeout: config.timeoutMs,
+          maxRetries: config.maxRetries,
+        })
+      : null;
+  }
+
+  get configured(): boolean {
+    return this.client !== null;
+  }
+
+  /** 503 ai_provider_not_configured unless a provider is set: checked before anything is spent. */
+  requireConfigured(): OpenAI {
+    if (!this.client) {
+      throw new AppError(
+        'ai_provider_not_configured',
+        'No AI provider is configured: set AI_BASE_URL to an OpenAI-compatible server (for example http://127.0.0.1:11434/v1 for Ollama), ' +
+          'with AI_API_KEY if it needs one, and restart',
+      );
+    }
+    return this.client;
+  }
+
+  /** The provider's name for a catalog model (AI_MODEL_MAP), or the id itself. */
+  providerModel(model: ModelView): string {
+    return this.config.modelMap.get(model.id) ?? model.id;
+  }
+
+  async complete(request: CompletionRequest): Promise<Completion> {
+    const client = this.requireConfigured();
+    try {
+      const response = await client.chat.completions.create(
+        {
+          model: this.providerModel(request.model),
+          messages: request.messages,
+          max_tokens: request.maxTokens,
+          ...(request.tools?.length ? { tools: request.tools } : {}),
+        },
+        { signal: request.signal },
+      );
+      const message = response.choices[0]?.message;
+      const content = message?.content ?? '';
+      const toolCalls: ToolCall[] = [];
+      for (const call of message?.tool_calls ?? []) {
+        if (call.type === 'function') toolCalls.push({ id: call.id, name: call.function.name, arguments: call.function.arguments });
+      }
+      return { content, toolCalls, usage: usageOf(response.usage, request.messages, content + toolCalls.map((c) => c.name + c.arguments).join('')) };
+    } catch (error) {
+      if (error instanceof OpenAI.APIUserAbortError) throw new ProviderCallAborted(usageOf(undefined, request.messages, ''));
+      throw providerError(error);
+    }
+  }
+
+  /**
+   * Streams a reply, handing each piece of text to `onDelta`. Asks for the
+   * provider's usage at the end of the stream; a client that goes away
+   * (`signal`) aborts the call and gets ProviderCallAborted with what was used.
+   */
+  async stream(request: CompletionRequest, onDelta: (text: string) => void): Promise<Completion> {
+    const client = this.requireConfigured();
+    let content = '';
+    let usage: OpenAI.CompletionUsage | undefined;
+    try {
+      const stream = await client.chat.completions.create(
+        {
+          model: this.providerModel(request.model),
+          messages: request.messages,
+          max_tokens: request.maxTokens,
+          stream: true,
+          stream_options: { include_usage: true },
+        },
+        { signal: request.signal },
+      );
+      for await (const chunk of stream) {
+        if (chunk.usage) usage = chunk.usage;
+        const delta = chunk.choices[0]?.delta?.content;
+        if (delta) {
+          content += delta;
+          onDelta(delta);
+        }
+      }
+      if (request.signal?.aborted) throw new ProviderCallAborted(usageOf(usage, request.messages, content));
+      return { content, toolCalls: [], usage: usageOf(usage, request.messages, content) };
+    } catch (error) {
+      if (error instanceof ProviderCallAborted) throw error;
+      if (error instanceof OpenAI.APIUserAbortError || request.signal?.aborted) throw new ProviderCallAborted(usageOf(usage, request.messages, content));
+      throw providerError(error);
+    }
+  }
+}
+
+function usageOf(usage: OpenAI.CompletionUsage | undefined | null, messages: readonly Message[], output: string): TokenUsage {
+  if (usage && Number.isInteger(usage.prompt_tokens) && Number.isInteger(usage.completion_tokens)) {
+    return {
+      promptTokens: usage.prompt_tokens,
+      completionTokens: usage.completion_tokens,
+      totalTokens: usage.prompt_tokens + usage.completion_tokens,
+      estimated: false,
+    };
+  }
+  const promptTokens = estimatePromptTokens(messages);
+  const completionTokens = estimateTokens(output);
+  return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: true };
+}
+
+/** What a provider failure is to the caller, after the SDK's retries. */
+function providerError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+    return new AppError('ai_provider_timeout', 'The AI provider did not answer in time', { cause: error });
+  }
+  if (error instanceof OpenAI.APIError && error.status !== undefined) {
+    return new AppError('ai_provider_error', `The AI provider answered ${error.status}${error.status === 429 ? ' (rate limited) after retries' : ''}`, {
+      cause: error,
+      extra: { provider_status: error.status },
+    });
+  }
+  if (error instanceof OpenAI.APIConnectionError) {
+    return new AppError('ai_provider_error', 'The AI provider could not be reached', { cause: error });
+  }
+  return new AppError('ai_provider_error', 'The AI provider sent an answer Atrium could not read', { cause: error });
+}
