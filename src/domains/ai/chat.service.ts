@@ -109,7 +109,8 @@ export class ChatService {
       kept.unshift({ role: turn.role, content: turn.content });
     }
     messages.push(...kept, { role: 'user', content: input.message });
-    const most = estimatePromptTokens(messages) + maxTokens;
+    // The provider's tokenizer may count the prompt higher than the estimate: hold half as much again.
+    const most = Math.ceil(estimatePromptTokens(messages) * 1.5) + maxTokens;
 
     const { value, creditsUsed, tokens } = await this.credits.spend(
       caller,
