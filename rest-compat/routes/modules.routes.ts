@@ -165,6 +165,24 @@ export const moduleRoutes: RestRoute[] = [
   },
   {
     method: 'POST',
+    path: '/agent/run',
+    operationId: 'agentRun',
+    summary: 'Run an agent',
+    description:
+      'task, and tools: any of web_search, calculator and code_runner (none when omitted). The model is offered only those, ' +
+      'as function calls, in a loop of at most AGENT_MAX_STEPS (6) tool calls; the answer is output and steps [{tool, input, ' +
+      'output}]. calculator parses arithmetic (never eval); code_runner runs JavaScript in a QuickJS sandbox (no host access, ' +
+      `2 s, 32 MB, 10,000 characters of output); web_search asks WEB_SEARCH_URL. Scope agent. ${COST} Every model call of the ` +
+      `loop counts. ${NO_PROVIDER} ${KEY}`,
+    tag: 'AI modules',
+    credential: 'module_key',
+    status: 200,
+    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'The key lacks the agent scope', 502: 'ai_provider_error', 503: 'ai_provider_not_configured or web_search_not_configured', 504: 'ai_provider_timeout' },
+    field: 'agentRun',
+    args: { input: body() },
+  },
+  {
+    method: 'POST',
     path: '/studio/detect',
     operationId: 'detectLanguage',
     summary: 'Detect the language of a text',

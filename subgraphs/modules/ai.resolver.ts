@@ -1,9 +1,11 @@
 import { Arg, Ctx, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import { Access } from '../policy/access';
 import { isAppError } from '../../src/errors/catalog';
-import { STUDIO_TEXT_MAX, type AiApi, type ChatService, type ModuleAccountService, type StudioService } from '../../src/domains/ai';
+import { STUDIO_TEXT_MAX, type AgentService, type AiApi, type ChatService, type ModuleAccountService, type StudioService } from '../../src/domains/ai';
 import type { GraphQLContext } from '../context';
 import {
+  AgentRunInput,
+  AgentRunType,
   ChatInput,
   ChatReplyType,
   ChatStreamEventType,
@@ -70,13 +72,24 @@ const COST = 'Costs tokens ÷ 1,000 × the model\'s credit cost (catalog), round
 /** The AI modules for signed-in users and AI-modules keys: thin over the ai domain's services. */
 @Resolver()
 export class AiModulesResolver {
-  static from = ({ ai }: { ai: AiApi }) => new AiModulesResolver(ai.chat, ai.studio, ai.account);
+  static from = ({ ai }: { ai: AiApi }) => new AiModulesResolver(ai.chat, ai.studio, ai.agent, ai.account);
 
   constructor(
     readonly chatService: ChatService,
     private readonly studio: StudioService,
+    private readonly agent: AgentService,
     private readonly account: ModuleAccountService,
   ) {}
+
+  @Access({ auth: 'modules' })
+  @Mutation(() => AgentRunType, {
+    description:
+      'Runs a task with the requested tools (web_search, calculator, code_runner) as function calls, in a loop of at most ' +
+      `AGENT_MAX_STEPS tool calls; answers the output and each step (scope agent). ${COST} Every call of the loop counts. 503 without AI_BASE_URL (or WEB_SEARCH_URL for web_search).`,
+  })
+  agentRun(@Arg('input', () => AgentRunInput) input: AgentRunInput, @Ctx() ctx: GraphQLContext) {
+    return this.agent.run(ctx.principal, input, ctx.meta);
+  }
 
   @Access({ auth: 'modules' })
   @Query(() => KeyVerificationType, { description: 'The presented AI-modules key: its user, plan and scopes (keys only)' })

@@ -1,7 +1,7 @@
 import { Field, InputType, Int, ObjectType } from 'type-graphql';
 import { Rest } from '../rest';
 import { moduleScopes } from '../../src/auth/principal';
-import { CHAT_MESSAGE_MAX, chatAgents, SESSION_ID_MAX, STUDIO_TEXT_MAX, studioModes } from '../../src/domains/ai';
+import { AGENT_TASK_MAX, agentTools, CHAT_MESSAGE_MAX, chatAgents, SESSION_ID_MAX, STUDIO_TEXT_MAX, studioModes } from '../../src/domains/ai';
 
 @ObjectType('ApiKeyVerification', { description: 'What the presented AI-modules key is' })
 export class KeyVerificationType {
@@ -188,4 +188,49 @@ export class LanguageGuessType {
 
   @Field(() => [LanguageCandidateType], { description: 'The likeliest languages, best first' })
   candidates!: LanguageCandidateType[];
+}
+
+@InputType('AgentRunInput')
+export class AgentRunInput {
+  @Rest({ minLength: 1, maxLength: AGENT_TASK_MAX })
+  @Field({ description: `What to do, 1 to ${AGENT_TASK_MAX} characters` })
+  task!: string;
+
+  @Rest({ maxItems: agentTools.length, items: { enum: agentTools } })
+  @Field(() => [String], { nullable: true, description: `The tools the model is offered: any of ${agentTools.join(', ')} (none when omitted)` })
+  tools?: string[] | null;
+
+  @Rest({ minLength: 1, maxLength: 100 })
+  @Field(() => String, { nullable: true, description: 'A catalog model id or a model family' })
+  model?: string | null;
+}
+
+@ObjectType('AgentStep', { description: 'One tool call of an agent run' })
+export class AgentStepType {
+  @Field()
+  tool!: string;
+
+  @Field({ description: 'What the model passed to the tool' })
+  input!: string;
+
+  @Field({ description: 'What the tool answered (an error is "error: …")' })
+  output!: string;
+}
+
+@ObjectType('AgentRun')
+export class AgentRunType {
+  @Field({ description: "The model's answer" })
+  output!: string;
+
+  @Field(() => [AgentStepType])
+  steps!: AgentStepType[];
+
+  @Field(() => Int)
+  tokens!: number;
+
+  @Field(() => Int)
+  creditsUsed!: number;
+
+  @Field()
+  model!: string;
 }

@@ -14,10 +14,14 @@ import { AiEngine } from './engine';
 import { aiErrors } from './errors';
 import { aiMigrations } from './migrations';
 import { StudioService } from './studio.service';
+import { AgentService } from './agent.service';
 import { WebSearch } from './web-search';
 
 export { ChatService, chatAgents, CHAT_MESSAGE_MAX, SESSION_ID_MAX, type ChatAgent, type ChatInput, type ChatReply, type ChatSource } from './chat.service';
 export { StudioService, studioModes, STUDIO_TEXT_MAX, languageName, type StudioMode, type StudioResult, type LanguageGuess } from './studio.service';
+export { AgentService, agentTools, AGENT_TASK_MAX, type AgentTool, type AgentRun, type AgentStep } from './agent.service';
+export { calculate } from './tools/calculator';
+export { runCode, DEFAULT_CODE_LIMITS, type CodeRun, type CodeRunLimits } from './tools/code-runner';
 export { ModuleAccountService, type KeyVerification, type ModuleUsage } from './account.service';
 export { AiEngine, ProviderCallAborted, estimateTokens, type Completion, type TokenUsage } from './engine';
 export { ModuleCredits, creditsFor } from './credits';
@@ -55,6 +59,7 @@ export const aiDomain = defineDomain({
       credits,
       chat: new ChatService(kernel.orm, config.ai, engine, search, deps.catalog.models, credits, personas()),
       studio: new StudioService(config.ai, engine, deps.catalog.models, credits),
+      agent: new AgentService(config.ai, engine, search, deps.catalog.models, credits),
       account: new ModuleAccountService(deps.identity, deps.billing, deps.payments, kernel.budgets),
     };
   },
