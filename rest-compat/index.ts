@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin';
+import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import type { FastifySchemaValidationError, FastifyValidationResult } from 'fastify/types/schema';
 import type { ExecutionResult } from 'graphql';
@@ -78,7 +79,13 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       const compile = scope.validatorCompiler;
       if (!compile) throw new Error('The REST adapter validates with the app\'s validator compiler; set it before registering');
       scope.setValidatorCompiler(refusingNul(compile));
-      for (const compiled of options.routes) registerRoute(scope, compiled);
+      const isUpload = (compiled: CompiledRoute) => 'raw' in compiled.route && compiled.route.multipart === true;
+      for (const compiled of options.routes) if (!isUpload(compiled)) registerRoute(scope, compiled);
+      // Multipart bodies for upload routes only (anywhere else they stay 415): each reads its file with its own limits.
+      await scope.register(async (uploads) => {
+        await uploads.register(multipart, { limits: { fileSize: 1, files: 1, fields: 5, parts: 6, fieldSize: 1024 }, throwFileSizeLimit: true });
+        for (const compiled of options.routes) if (isUpload(compiled)) registerRoute(uploads, compiled);
+      });
     });
 
     function registerRoute(scope: FastifyInstance, compiled: CompiledRoute) {

@@ -86,6 +86,8 @@ export interface RawRoute extends RouteDocs {
   /** The success body's schema (omit for redirects). */
   response?: JsonSchema;
   raw: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  /** Takes multipart/form-data (a file upload); every other route refuses it (415). */
+  multipart?: true;
 }
 
 export type RestRoute = GraphQLRoute | RawRoute;

@@ -46,6 +46,9 @@ export function ormOptions(databaseFile: string, schema: Schema): Options {
     // knex keeps SQLite to one connection (min 1, max 1), so the pragmas
     // openDatabase sets hold for every query.
     discovery: { warnWhenNoEntities: true },
+    // Full-text indexes (FTS5 virtual tables named *_fts, and their shadow tables) are built by
+    // their domain's migration; no entity can describe them, so the schema generator leaves them be.
+    schemaGenerator: { skipTables: [/_fts(_(data|idx|content|docsize|config))?$/] },
   };
 }
 

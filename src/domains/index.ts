@@ -7,6 +7,7 @@ import { auditDomain } from './audit';
 import { billingDomain } from './billing';
 import { catalogDomain } from './catalog';
 import { connectorsDomain } from './connectors';
+import { documentsDomain } from './documents';
 import { identityDomain } from './identity';
 import { paymentsDomain } from './payments';
 import { platformDomain } from './platform';
@@ -17,7 +18,7 @@ import { platformDomain } from './platform';
  * declaration merging) and settings are assembled from this list, and boot
  * wires it after the domains it requires.
  */
-export const domains = [auditDomain, platformDomain, billingDomain, catalogDomain, identityDomain, connectorsDomain, paymentsDomain, aiDomain] as const;
+export const domains = [auditDomain, platformDomain, billingDomain, catalogDomain, identityDomain, connectorsDomain, paymentsDomain, aiDomain, documentsDomain] as const;
 
 export type Domain = (typeof domains)[number];
 export type DomainName = Domain['name'];

@@ -2,13 +2,15 @@ import { defineSubgraph } from '../build-subgraph';
 import { catalogDomain } from '../../src/domains/catalog';
 import { aiDomain } from '../../src/domains/ai';
 import { AiModulesResolver } from './ai.resolver';
+import { documentsDomain } from '../../src/domains/documents';
+import { DocumentsResolver } from './documents.resolver';
 import { canSeeCompany, type GraphQLContext } from '../context';
 import { ModelResolver, ModulesCompany, ModulesCompanyResolver } from './modules.resolver';
 
 export const modulesSubgraph = defineSubgraph({
   name: 'modules',
-  domains: [catalogDomain, aiDomain],
-  resolvers: [ModelResolver, ModulesCompanyResolver, AiModulesResolver],
+  domains: [catalogDomain, aiDomain, documentsDomain],
+  resolvers: [ModelResolver, ModulesCompanyResolver, AiModulesResolver, DocumentsResolver],
   orphanedTypes: [ModulesCompany],
   references: {
     Company: (ref: { id: string }, ctx: GraphQLContext) => (canSeeCompany(ctx, ref.id) ? { id: ref.id } : null),

@@ -1,0 +1,287 @@
+import { Readable } from 'node:stream';
+import { fileTypeFromBuffer } from 'file-type';
+import yauzl from 'yauzl';
+import mammoth from 'mammoth';
+import ExcelJS from 'exceljs';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { AppError } from '../../errors/catalog';
+
+export const documentKinds = ['pdf', 'docx', 'xlsx', 'txt', 'csv'] as const;
+export type DocumentKind = (typeof documentKinds)[number];
+
+export const DOCUMENT_MIME: Record<DocumentKind, string> = {
+  pdf: 'application/pdf',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  txt: 'text/plain',
+  csv: 'text/csv',
+};
+
+export interface ExtractLimits {
+  /** The upload limit; larger is 413. */
+  maxBytes: number;
+  /** Total uncompressed size of a zip container's entries (docx, xlsx). */
+  maxUncompressedBytes: number;
+  maxZipEntries: number;
+  /** Uncompressed to compressed, per large entry and for the whole container. */
+  maxCompressionRatio: number;
+  /** Extracted text; more is 413. */
+  maxTextChars: number;
+}
+
+export const DEFAULT_EXTRACT_LIMITS: ExtractLimits = {
+  maxBytes: 50 * 1024 * 1024,
+  maxUncompressedBytes: 250 * 1024 * 1024,
+  maxZipEntries: 10_000,
+  maxCompressionRatio: 100,
+  maxTextChars: 5_000_000,
+};
+
+/** Entries smaller than this are not judged by their ratio: small XML compresses very well. */
+const RATIO_FLOOR_BYTES = 1024 * 1024;
+
+export interface ExtractedSection {
+  /** The PDF page (1-based), the sheet number for xlsx, 1 otherwise. */
+  page: number;
+  text: string;
+}
+
+export interface ExtractedDocument {
+  kind: DocumentKind;
+  mime: string;
+  pages: number;
+  sections: ExtractedSection[];
+}
+
+const EXTENSIONS: Record<string, DocumentKind> = { pdf: 'pdf', docx: 'docx', xlsx: 'xlsx', txt: 'txt', csv: 'csv', text: 'txt', md: 'txt' };
+const unsupported = (what: string) =>
+  new AppError('unsupported_media_type', `${what}; accepted are PDF, Word (.docx), Excel (.xlsx), plain text and CSV`);
+const tooLarge = (detail: string) => new AppError('payload_too_large', detail);
+const unreadable = (kind: string, _cause?: unknown) => AppError.validation([{ loc: ['body', 'file'], msg: `not a readable ${kind} file`, type: 'file' }], `The file is not a readable ${kind} file`);
+
+/** The names of a zip's entries, refused (413) when the central directory describes a decompression bomb. */
+function zipEntries(bytes: Buffer, limits: ExtractLimits): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    yauzl.fromBuffer(bytes, { lazyEntries: true, validateEntrySizes: true }, (error, zip) => {
+      if (error || !zip) return reject(unreadable('zip', error));
+      const names: string[] = [];
+      let total = 0;
+      let compressed = 0;
+      zip.on('error', (e) => reject(unreadable('zip', e)));
+      zip.on('entry', (entry: yauzl.Entry) => {
+        names.push(entry.fileName);
+        total += entry.uncompressedSize;
+        compressed += entry.compressedSize;
+        const bomb =
+          names.length > limits.maxZipEntries ||
+          total > limits.maxUncompressedBytes ||
+          (entry.uncompressedSize > RATIO_FLOOR_BYTES && entry.uncompressedSize > limits.maxCompressionRatio * Math.max(1, entry.compressedSize));
+        if (bomb) {
+          zip.close();
+          return reject(tooLarge(`The file unpacks to more than it may (a decompression bomb?): at most ${limits.maxZipEntries} entries, ${Math.round(limits.maxUncompressedBytes / 1024 / 1024)} MB unpacked and a ${limits.maxCompressionRatio}:1 ratio`));
+        }
+        zip.readEntry();
+      });
+      zip.on('end', () => {
+        if (total > RATIO_FLOOR_BYTES && total > limits.maxCompressionRatio * Math.max(1, compressed)) {
+          return reject(tooLarge(`The file unpacks ${Math.round(total / Math.max(1, compressed))} times its size (a decompression bomb?)`));
+        }
+        resolve(names);
+      });
+      zip.readEntry();
+    });
+  });
+}
+
+/** Text of a file that is text: UTF-8 (a BOM allowed) or UTF-16 with its BOM, few control characters; null otherwise. */
+function decodeText(bytes: Buffer): string | null {
+  let text: string;
+  try {
+    if (bytes[0] === 0xff && bytes[1] === 0xfe) text = new TextDecoder('utf-16le', { fatal: true }).decode(bytes.subarray(2));
+    else if (bytes[0] === 0xfe && bytes[1] === 0xff) text = new TextDecoder('utf-16be', { fatal: true }).decode(bytes.subarray(2));
+    else text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    return null;
+  }
+  if (text.includes('\u0000')) return null;
+  // Control characters other than tab, newline, form feed and carriage return mark binary content.
+  const controls = (text.match(/[^\P{Cc}\t\n\f\r]/gu) ?? []).length;
+  return controls > text.length / 100 ? null : text;
+}
+
+function looksLikeCsv(text: string): boolean {
+  try {
+    const rows = parseCsv(text.slice(0, 20_000).split(/\r?\n/).slice(0, 20).join('\n'), { relax_column_count: false, skip_empty_lines: true }) as string[][];
+    return rows.length >= 2 && rows[0]!.length >= 2;
+  } catch {
+    return false;
+  }
+}
+
+/** The kind of an upload, decided by its bytes; the file name only tells CSV from plain text, and may not contradict the bytes. */
+export async function detectDocumentKind(bytes: Buffer, filename: string, limits: ExtractLimits = DEFAULT_EXTRACT_LIMITS): Promise<DocumentKind> {
+  const extension = /\.([A-Za-z0-9]+)$/.exec(filename)?.[1]?.toLowerCase();
+  const named = extension ? EXTENSIONS[extension] : undefined;
+  let kind: DocumentKind;
+  if (bytes.subarray(0, 5).toString('latin1') === '%PDF-') kind = 'pdf';
+  else if (bytes.readUInt32LE(0) === 0x04034b50) {
+    const names = await zipEntries(bytes, limits);
+    if (names.includes('word/document.xml')) kind = 'docx';
+    else if (names.includes('xl/workbook.xml')) kind = 'xlsx';
+    else throw unsupported('The file is a zip archive, not a Word or Excel document');
+  } else {
+    const text = decodeText(bytes);
+    if (text === null) {
+      const type = await fileTypeFromBuffer(bytes);
+      throw unsupported(type ? `The file is ${type.mime}` : 'The file is binary content of no accepted type');
+    }
+    kind = named === 'csv' || (named === undefined && looksLikeCsv(text)) ? 'csv' : 'txt';
+  }
+  const bothText = (named === 'txt' || named === 'csv') && (kind === 'txt' || kind === 'csv');
+  if (named && named !== kind && !bothText) {
+    throw unsupported(`The content is ${kind.toUpperCase()} but the file name says .${extension}`);
+  }
+  return kind;
+}
+
+function tidy(text: string): string {
+  return text
+    .replace(/\r\n?/g, '\n')
+    .replace(/[ \t\f\v\u00a0]+/g, ' ')
+    .replace(/ *\n */g, '\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
+}
+
+async function pdfSections(bytes: Buffer): Promise<ExtractedSection[]> {
+  const { getDocumentProxy, extractText } = await import('unpdf');
+  try {
+    const pdf = await getDocumentProxy(new Uint8Array(bytes));
+    const { text } = await extractText(pdf, { mergePages: false });
+    return (text as string[]).map((page, i) => ({ page: i + 1, text: tidy(page) }));
+  } catch (error) {
+    throw unreadable('PDF', error);
+  }
+}
+
+async function xlsxSections(bytes: Buffer, limits: ExtractLimits): Promise<ExtractedSection[]> {
+  const sections: ExtractedSection[] = [];
+  let chars = 0;
+  try {
+    const reader = new ExcelJS.stream.xlsx.WorkbookReader(Readable.from(bytes), { sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'ignore', worksheets: 'emit', entries: 'ignore' });
+    let sheet = 0;
+    for await (const worksheet of reader) {
+      sheet++;
+      const lines: string[] = [];
+      for await (const row of worksheet as AsyncIterable<ExcelJS.Row>) {
+        const cells = (row.values as unknown[]).slice(1).map(cellText).filter((c) => c !== '');
+        if (!cells.length) continue;
+        const line = cells.join(', ');
+        chars += line.length + 1;
+        if (chars > limits.maxTextChars) throw tooLarge(`The file holds more than ${limits.maxTextChars} characters of text`);
+        lines.push(line);
+      }
+      sections.push({ page: sheet, text: lines.join('\n') });
+    }
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    throw unreadable('Excel', error);
+  }
+  return sections;
+}
+
+function cellText(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (value instanceof Date) return value.toISOString().slice(0, 10);
+  if (typeof value === 'object') {
+    const v = value as { result?: unknown; text?: unknown; richText?: { text: string }[] };
+    if (v.richText) return v.richText.map((r) => r.text).join('');
+    if (v.text !== undefined) return String(v.text);
+    if (v.result !== undefined) return cellText(v.result);
+    return '';
+  }
+  return String(value).trim();
+}
+
+/**
+ * The text of an upload, by its kind: PDF pages (unpdf), Word paragraphs
+ * (mammoth), Excel rows streamed sheet by sheet (exceljs), CSV rows,
+ * plain text. Zip containers are checked for decompression bombs before any
+ * library opens them (mammoth reads the whole file, so the central-directory
+ * check and the ratio limit are its guard; Excel is streamed with a text
+ * cap). Whatever a library makes of broken input is 422, never a 500.
+ */
+export async function extractDocument(bytes: Buffer, filename: string, limits: ExtractLimits = DEFAULT_EXTRACT_LIMITS): Promise<ExtractedDocument> {
+  if (bytes.length > limits.maxBytes) throw tooLarge(`The file is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB`);
+  if (bytes.length === 0) throw AppError.validation([{ loc: ['body', 'file'], msg: 'the file is empty', type: 'file' }], 'The file is empty');
+  const kind = await detectDocumentKind(bytes, filename, limits);
+  let sections: ExtractedSection[];
+  if (kind === 'pdf') sections = await pdfSections(bytes);
+  else if (kind === 'docx') {
+    try {
+      sections = [{ page: 1, text: tidy((await mammoth.extractRawText({ buffer: bytes })).value) }];
+    } catch (error) {
+      throw unreadable('Word', error);
+    }
+  } else if (kind === 'xlsx') sections = await xlsxSections(bytes, limits);
+  else {
+    const text = decodeText(bytes)!;
+    if (kind === 'csv') {
+      let rows: string[][];
+      try {
+        rows = parseCsv(text, { relax_column_count: true, relax_quotes: true, skip_empty_lines: true, bom: true }) as string[][];
+      } catch (error) {
+        throw unreadable('CSV', error);
+      }
+      sections = [{ page: 1, text: rows.map((r) => r.map((c) => c.trim()).filter(Boolean).join(', ')).join('\n') }];
+    } else sections = [{ page: 1, text: tidy(text.replace(/^\uFEFF/, '')) }];
+  }
+  const chars = sections.reduce((n, s) => n + s.text.length, 0);
+  if (chars > limits.maxTextChars) throw tooLarge(`The file holds more than ${limits.maxTextChars} characters of text`);
+  const pages = kind === 'pdf' || kind === 'xlsx' ? sections.length : 1;
+  sections = sections.filter((s) => s.text.trim());
+  if (!sections.length) {
+    throw AppError.validation([{ loc: ['body', 'file'], msg: 'no extractable text (a scanned PDF?)', type: 'file' }], 'The file has no extractable text (a scanned PDF?)');
+  }
+  return { kind, mime: DOCUMENT_MIME[kind], pages, sections };
+}
+
+export interface Chunk {
+  page: number;
+  ordinal: number;
+  text: string;
+}
+
+/**
+ * Passages of about `targetChars` for the index, overlapping by about
+ * `overlapChars`, cut at paragraph, sentence or word boundaries where there
+ * is one; ordinals run across the document.
+ */
+export function chunkSections(sections: readonly ExtractedSection[], options: { targetChars?: number; overlapChars?: number } = {}): Chunk[] {
+  const target = options.targetChars ?? 1000;
+  const overlap = options.overlapChars ?? 150;
+  const chunks: Chunk[] = [];
+  for (const section of sections) {
+    const text = section.text;
+    let start = 0;
+    while (start < text.length) {
+      let end = Math.min(text.length, start + target);
+      if (end < text.length) {
+        const window = text.slice(start + Math.floor(target / 2), end);
+        const cut = Math.max(window.lastIndexOf('\n\n'), window.lastIndexOf('. '), window.lastIndexOf('\n'));
+        const space = window.lastIndexOf(' ');
+        const at = cut >= 0 ? cut + 1 : space >= 0 ? space : -1;
+        if (at >= 0) end = start + Math.floor(target / 2) + at + 1;
+      }
+      const piece = text.slice(start, end).trim();
+      if (piece) chunks.push({ page: section.page, ordinal: chunks.length, text: piece });
+      if (end >= text.length) break;
+      // Step back for the overlap, to a word boundary.
+      let next = Math.max(start + 1, end - overlap);
+      const space = text.indexOf(' ', next);
+      if (space !== -1 && space < end) next = space + 1;
+      start = next;
+    }
+  }
+  return chunks;
+}

@@ -1,0 +1,161 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FastifyInstance } from 'fastify';
+import { assertCode, call, gql, sql } from './admin-helper';
+import { build, bearer } from './helper';
+import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
+import { fakeOpenAi } from './fake-ai';
+import { makeCsv, makeDocx, makePdf, makePng, makeXlsx, makeZipBomb, multipartBody } from './fixtures/document-files';
+import { chunkSections } from '../src/domains/documents';
+
+function upload(app: FastifyInstance, key: string, file: Buffer, filename: string) {
+  const { payload, headers } = multipartBody(file, filename);
+  return app.inject({ method: 'POST', url: '/v1/rag/upload', payload, headers: { ...headers, ...bearer(key) } });
+}
+
+async function documentCount(app: FastifyInstance) {
+  const rows = await sql<{ n: number }>(app, 'select (select count(*) from documents) + (select count(*) from document_chunks_fts) as n');
+  return rows[0]!.n;
+}
+
+test('each upload type is read by its content: PDF pages, Word, Excel sheets, text and CSV', async (t) => {
+  const app = await build(t);
+  const { keys } = await modulesCast(app);
+  const cases: [Buffer, string, string, number, RegExp][] = [
+    [await makePdf(['The lighthouse keeper logs the tides.', 'Page two is about storms over the harbour.']), 'guide.pdf', 'pdf', 2, /storms/],
+    [await makeDocx(['Quarterly report', 'Revenue grew by twelve percent in the north region.']), 'report.docx', 'docx', 1, /twelve percent/],
+    [await makeXlsx({ Sales: [['Region', 'Revenue'], ['North', 1200]], Costs: [['Item', 'Amount'], ['Rent', 300]] }), 'book.xlsx', 'xlsx', 2, /Rent, 300/],
+    [Buffer.from('\uFEFFPlain notes about the migration plan.\n\nSecond paragraph.'), 'notes.txt', 'txt', 1, /migration plan/],
+    [makeCsv([['name', 'city'], ['Ada', 'London'], ['Grace', 'New York, NY']]), 'people.csv', 'csv', 1, /Grace, New York, NY/],
+    [makeCsv([['name', 'city'], ['Ada', 'London']]), 'people', 'csv', 1, /Ada, London/],
+  ];
+  for (const [file, filename, type, pages, text] of cases) {
+    const res = await upload(app, keys.ownerA.key, file, filename);
+    assert.equal(res.statusCode, 201, `${filename}: ${res.body}`);
+    const body = res.json();
+    assert.equal(body.type, type, filename);
+    assert.equal(body.pages, pages, filename);
+    assert.ok(body.chunks >= 1);
+    assert.equal(body.size_bytes, file.length);
+    const passages = await sql<{ text: string; page: number }>(app, 'select text, page from document_chunks_fts where document_id = ?', [body.doc_id]);
+    assert.match(passages.map((p) => p.text).join('\n'), text, filename);
+  }
+  const pdf = (await call(app, keys.ownerA.key, 'GET', '/v1/rag/docs')).json().documents.find((d: { filename: string }) => d.filename === 'guide.pdf');
+  const pages = await sql<{ page: number }>(app, 'select page from document_chunks_fts where document_id = ? order by page', [pdf.doc_id]);
+  assert.deepEqual(pages.map((p) => p.page), [1, 2]);
+});
+
+test('disguised and unsupported content is 415, nothing stored', async (t) => {
+  const app = await build(t);
+  const { keys } = await modulesCast(app);
+  const pdf = await makePdf(['hello']);
+  assertCode(await upload(app, keys.ownerA.key, makePng(), 'report.pdf'), 415, 'unsupported_media_type');
+  assertCode(await upload(app, keys.ownerA.key, makePng(), 'image.png'), 415, 'unsupported_media_type');
+  assertCode(await upload(app, keys.ownerA.key, pdf, 'notes.docx'), 415, 'unsupported_media_type');
+  assertCode(await upload(app, keys.ownerA.key, await makeDocx(['x']), 'sheet.xlsx'), 415, 'unsupported_media_type');
+  const JSZip = (await import('jszip')).default;
+  const plainZip = await new JSZip().file('a.txt', 'hello').generateAsync({ type: 'nodebuffer' });
+  assertCode(await upload(app, keys.ownerA.key, plainZip, 'archive.zip'), 415, 'unsupported_media_type');
+  // Not multipart at all.
+  assertCode(await app.inject({ method: 'POST', url: '/v1/rag/upload', payload: { file: 'x' }, headers: bearer(keys.ownerA.key) }), 415, 'unsupported_media_type');
+  // A JSON route does not take multipart.
+  const { payload, headers } = multipartBody(Buffer.from('x'), 'x.txt');
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/rag/query', payload, headers: { ...headers, ...bearer(keys.ownerA.key) } })).statusCode, 415);
+  assert.equal(await documentCount(app), 0);
+});
+
+test('a zip bomb is refused 413 before it is unpacked; an oversize file is 413; nothing stored', async (t) => {
+  const app = await build(t, { documents: { maxBytes: 1024 * 1024, maxUncompressedBytes: 250 * 1024 * 1024, maxZipEntries: 10_000, maxCompressionRatio: 100, maxTextChars: 5_000_000 } });
+  const { keys } = await modulesCast(app);
+  for (const kind of ['docx', 'xlsx'] as const) {
+    const bomb = await makeZipBomb(kind, 300 * 1024 * 1024);
+    assert.ok(bomb.length < 1024 * 1024, `the bomb itself is small (${bomb.length} bytes)`);
+    const rss = process.memoryUsage().rss;
+    const started = Date.now();
+    assertCode(await upload(app, keys.ownerA.key, bomb, `bomb.${kind}`), 413, 'payload_too_large');
+    assert.ok(Date.now() - started < 3000, 'refused without unpacking');
+    assert.ok(process.memoryUsage().rss - rss < 100 * 1024 * 1024, 'memory stayed bounded');
+  }
+  const big = Buffer.alloc(1024 * 1024 + 10, 'a');
+  assertCode(await upload(app, keys.ownerA.key, big, 'big.txt'), 413, 'payload_too_large');
+  assert.equal(await documentCount(app), 0);
+});
+
+test('empty, textless and corrupt files are 422, never a 500', async (t) => {
+  const app = await build(t);
+  const { keys } = await modulesCast(app);
+  assert.equal((await upload(app, keys.ownerA.key, Buffer.alloc(0), 'empty.txt')).statusCode, 422);
+  assert.equal((await upload(app, keys.ownerA.key, Buffer.from('   \n\n  '), 'blank.txt')).statusCode, 422);
+  assert.equal((await upload(app, keys.ownerA.key, Buffer.from('%PDF-1.7\n garbage garbage'), 'broken.pdf')).statusCode, 422);
+  assert.equal((await upload(app, keys.ownerA.key, await makePdf(['']), 'scan.pdf')).statusCode, 422);
+  const { payload, headers } = multipartBody(Buffer.from('hello'), 'a.txt', 'document');
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/rag/upload', payload, headers: { ...headers, ...bearer(keys.ownerA.key) } })).statusCode, 422);
+  assert.equal(await documentCount(app), 0);
+});
+
+test('without a provider /rag/query answers extractively from the best passages, labelled so, and free', async (t) => {
+  const app = await build(t);
+  const { a, keys } = await modulesCast(app);
+  const doc = (await upload(app, keys.ownerA.key, await makeDocx(['The boiler needs service every spring.', 'Invoices are paid within thirty days.', 'The garden is watered on Tuesdays.']), 'house.docx')).json();
+  await upload(app, keys.ownerA.key, Buffer.from('Unrelated notes on the Roman empire and its roads.'), 'history.txt');
+  const res = await call(app, keys.ownerA.key, 'POST', '/api/v1/rag/query', { query: 'When are invoices paid?' });
+  assert.equal(res.statusCode, 200, res.body);
+  const body = res.json();
+  assert.equal(body.engine, 'extractive');
+  assert.match(body.answer, /Invoices are paid within thirty days/);
+  assert.equal(body.sources[0].doc_id, doc.doc_id);
+  assert.equal(body.sources[0].filename, 'house.docx');
+  assert.ok(body.sources[0].score > 0);
+  assert.equal(body.credits_used, 0);
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000);
+  // Query syntax is only words: quotes and operators cannot break the search.
+  assert.equal((await call(app, keys.ownerA.key, 'POST', '/v1/rag/query', { query: 'NEAR("x" OR *) AND -invoices"' })).statusCode, 200);
+});
+
+test('with a provider /rag/query is grounded in the passages and costs its tokens', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'Within thirty days [1].', usage: { prompt: 900, completion: 100 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  await upload(app, keys.ownerA.key, Buffer.from('Invoices are paid within thirty days of receipt.'), 'terms.txt');
+  const res = await call(app, keys.ownerA.key, 'POST', '/v1/rag/query', { query: 'when are invoices paid', model: 'gpt-4o' });
+  assert.equal(res.statusCode, 200, res.body);
+  assert.equal(res.json().engine, 'model');
+  assert.equal(res.json().answer, 'Within thirty days [1].');
+  assert.equal(res.json().credits_used, 5);
+  assert.match(fake.seen[0]!.messages[0]!.content!, /\[1\] terms\.txt, page 1:\nInvoices are paid within thirty days/);
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 1995);
+});
+
+test("documents never cross users or companies: lists, queries, doc_ids and deletes", async (t) => {
+  const app = await build(t);
+  const { keys, tokens } = await modulesCast(app);
+  const mine = (await upload(app, keys.ownerA.key, Buffer.from('The secret launch date is in March.'), 'plan.txt')).json();
+  for (const other of [keys.memberA.key, keys.ownerB.key]) {
+    assert.deepEqual((await call(app, other, 'GET', '/v1/rag/docs')).json().documents, []);
+    const q = await call(app, other, 'POST', '/v1/rag/query', { query: 'secret launch date' });
+    assert.deepEqual(q.json().sources, []);
+    assertCode(await call(app, other, 'POST', '/v1/rag/query', { query: 'launch', doc_ids: [mine.doc_id] }), 404, 'not_found');
+    assertCode(await call(app, other, 'DELETE', `/v1/rag/docs/${mine.doc_id}`), 404, 'not_found');
+  }
+  // The owner signed in sees it over GraphQL; the member does not.
+  const own = await gql(app, tokens.ownerA, '{ documentList { docId filename } }');
+  assert.deepEqual(own.data!.documentList, [{ docId: mine.doc_id, filename: 'plan.txt' }]);
+  assert.deepEqual((await gql(app, tokens.memberA, '{ documentList { docId } }')).data!.documentList, []);
+  assert.equal((await call(app, keys.ownerA.key, 'DELETE', `/v1/rag/docs/${mine.doc_id}`)).statusCode, 204);
+  assert.equal(await documentCount(app), 0, 'the passages went with the document');
+  const ragless = await moduleKey(app, tokens.ownerA, ['chat']);
+  assertCode(await upload(app, ragless.key, Buffer.from('x y z'), 'a.txt'), 403, 'insufficient_scope');
+});
+
+test('passages cut at boundaries with overlap, numbered across the document, none empty', () => {
+  const text = Array.from({ length: 60 }, (_, i) => `Sentence number ${i} talks about topic ${i % 7}.`).join(' ');
+  const chunks = chunkSections([{ page: 1, text }, { page: 2, text: 'x'.repeat(2500) }, { page: 3, text: '   ' }]);
+  assert.deepEqual(chunks.map((c) => c.ordinal), chunks.map((_, i) => i));
+  assert.ok(chunks.every((c) => c.text.trim() && c.text.length <= 1000));
+  const first = chunks.filter((c) => c.page === 1);
+  assert.ok(first.length >= 2);
+  assert.ok(first[0]!.text.endsWith('.'), 'cut at a sentence');
+  const tail = first[0]!.text.slice(-60);
+  assert.ok(first[1]!.text.includes(tail.slice(tail.indexOf(' ') + 1, tail.indexOf(' ') + 20)), 'the next passage overlaps');
+  assert.equal(chunks.filter((c) => c.page === 2).length, 3, 'text without spaces is still cut');
+});
