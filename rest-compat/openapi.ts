@@ -73,9 +73,21 @@ function operation(compiled: CompiledRoute): JsonSchema {
     tags: [route.tag],
     ...(route.deprecation ? { deprecated: true } : {}),
     ...(route.extension ? { 'x-atrium-extension': true } : {}),
-    security: auth === 'required' ? [{ bearer: [] }, { cookie: [] }] : [],
+    security: auth !== 'required' ? [] : route.credential === 'module_key' ? [{ moduleKey: [] }] : [{ bearer: [] }, { cookie: [] }],
     parameters: parameters(compiled),
     ...(request.body ? { requestBody: { required: true, content: { 'application/json': { schema: request.body } } } } : {}),
+    ...('multipart' in route && route.multipart
+      ? {
+          requestBody: {
+            required: true,
+            content: {
+              'multipart/form-data': {
+                schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', format: 'binary', description: 'The document' } } },
+              },
+            },
+          },
+        }
+      : {}),
     responses,
   };
 }
@@ -107,6 +119,9 @@ export function buildOpenApi(publicUrl: string, routes: readonly CompiledRoute[]
       { name: 'Authentication', description: 'Sign-in, tokens and the caller profile' },
       { name: 'Administration', description: 'Company administration by owners, admins and company API keys' },
       { name: 'Billing', description: 'Credits and their ledger, plans and subscriptions, top-ups, invoices, usage' },
+      { name: 'AI modules', description: 'The key-authenticated AI modules API (sk_live_svc_ keys only): chat, studio, agents, usage' },
+      { name: 'AI modules: documents', description: 'Document upload and question answering (scope rag)' },
+      { name: 'AI modules: keys', description: "A user's own AI-modules keys, managed with the user's access token" },
     ],
     paths,
     components: {
@@ -115,6 +130,11 @@ export function buildOpenApi(publicUrl: string, routes: readonly CompiledRoute[]
           type: 'http',
           scheme: 'bearer',
           description: 'An access token (JWT) or a company API key (svc_…)',
+        },
+        moduleKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: "A user's AI-modules key (sk_live_svc_…): the only credential the AI modules API takes, and taken nowhere else",
         },
         cookie: {
           type: 'apiKey',

@@ -19,7 +19,7 @@ test('GET /billing/credits answers the balance split by bucket, held credits, th
       { available: body.available, monthly: body.monthly, purchased: body.purchased, granted: body.granted, held: body.held },
       { available: 2000, monthly: 2000, purchased: 0, granted: 0, held: 0 },
     );
-    assert.deepEqual(body.plan, { id: 'starter', name: 'Starter', monthly_credits: 2000 });
+    assert.deepEqual(body.plan, { id: 'starter', name: 'Starter', monthly_credits: 2000, daily_requests: 1000 });
     assert.match(body.period_end, /^\d{4}-\d{2}-01T00:00:00(\.000)?Z$/);
   }
   const api = await call(app, c.tokens.ownerA, 'GET', '/api/v1/billing/credits');

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { TestContext } from 'node:test';
+/** Whatever can run clean-up after a test (node:test's TestContext, or a bench's own list). */
+type Cleanup = { after: (fn: () => unknown) => void };
 
 /** A chat completion request as the fake received it. */
 export interface SeenRequest {
@@ -34,7 +35,7 @@ type Responder = (request: SeenRequest, index: number) => FakeReply;
  * POST /v1/chat/completions: JSON replies with usage and tool calls, and SSE
  * streams (chunked deltas, a usage chunk when asked, `data: [DONE]`).
  */
-export async function fakeOpenAi(t: TestContext, responder: Responder = echo) {
+export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
   const seen: SeenRequest[] = [];
   let respond = responder;
   const closed: string[] = [];
@@ -130,7 +131,7 @@ function promptOf(request: SeenRequest): number {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A SearXNG-style search on loopback: GET /search?q=…&format=json. */
-export async function fakeSearch(t: TestContext, results: (query: string) => { url: string; title: string; content: string }[]) {
+export async function fakeSearch(t: Cleanup, results: (query: string) => { url: string; title: string; content: string }[]) {
   const queries: string[] = [];
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
