@@ -109,7 +109,7 @@ test('sandbox escapes are contained: no process, no require, no host global, loo
     runCode("import('fs')"),
   ]);
   for (const i of [0, 1, 2, 4]) assert.equal(escapes[i]!.ok, false, JSON.stringify(escapes[i]));
-  assert.equal(escapes[3]!.result, 'undefinedundefinedundefinedundefined');
+  assert.equal(escapes[3]!.result, '"undefinedundefinedundefinedundefined"', 'a JSON string: nothing of the host');
 
   const loop = await runCode('while (true) {}', { timeoutMs: 500, memoryBytes: 16 * 1024 * 1024, maxOutputChars: 1000, maxCodeChars: 1000 });
   assert.equal(loop.ok, false);

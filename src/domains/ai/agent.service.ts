@@ -14,6 +14,28 @@ export type AgentTool = (typeof agentTools)[number];
 export const AGENT_TASK_MAX = 8000;
 /** What one tool result may put back into the context, in characters. */
 const TOOL_OUTPUT_MAX = 4000;
+/** Sandboxes running at once, process-wide (each is a worker thread with up to 32 MB of WASM memory); more wait their turn. */
+const SANDBOXES_AT_ONCE = 4;
+
+/** A counting semaphore: at most `size` holders, the rest queue in order. */
+class Turns {
+  private held = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly size: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.held >= this.size) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.held++;
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.held--;
+    }
+  }
+}
 
 export interface AgentStep {
   tool: string;
@@ -68,6 +90,8 @@ const SYSTEM =
  * the operator's search endpoint and fetches no page.
  */
 export class AgentService {
+  private readonly sandboxes = new Turns(SANDBOXES_AT_ONCE);
+
   constructor(
     private readonly config: AiConfig,
     private readonly engine: AiEngine,
@@ -155,7 +179,7 @@ export class AgentService {
           return { tool: name, input: text('expression'), output: String(result) };
         }
         case 'code_runner': {
-          const run = await runCode(text('code'));
+          const run = await this.sandboxes.run(() => runCode(text('code')));
           const output = run.ok ? `${run.output}${run.result !== undefined ? `result: ${run.result}` : ''}` : `error: ${run.error}${run.output ? `\noutput: ${run.output}` : ''}`;
           return { tool: name, input: text('code'), output: output.slice(0, TOOL_OUTPUT_MAX) };
         }

@@ -21,7 +21,7 @@ export { ChatService, chatAgents, CHAT_MESSAGE_MAX, SESSION_ID_MAX, type ChatAge
 export { StudioService, studioModes, STUDIO_TEXT_MAX, languageName, type StudioMode, type StudioResult, type LanguageGuess } from './studio.service';
 export { AgentService, agentTools, AGENT_TASK_MAX, type AgentTool, type AgentRun, type AgentStep } from './agent.service';
 export { calculate } from './tools/calculator';
-export { runCode, DEFAULT_CODE_LIMITS, type CodeRun, type CodeRunLimits } from './tools/code-runner';
+export { runCode, DEFAULT_CODE_LIMITS, type CodeRunResult, type CodeRunLimits } from './tools/code-runner';
 export { ModuleAccountService, type KeyVerification, type ModuleUsage } from './account.service';
 export { AiEngine, ProviderCallAborted, estimateTokens, type Completion, type TokenUsage } from './engine';
 export { ModuleCredits, creditsFor } from './credits';
