@@ -53,6 +53,8 @@ export class ModuleCredits {
     caller: ModuleCaller,
     hold: { credits: number; key: string; feature: string; model: ModelView },
     work: (held: Hold) => Promise<{ value: T; tokens: number; credits: number }>,
+    /** A write of the caller's that belongs with a successful call (a chat's history), made beside the commit. */
+    alongside?: (value: T) => Promise<void>,
   ): Promise<{ value: T; creditsUsed: number; tokens: number }> {
     const held = await this.reserve(caller, { credits: hold.credits, key: hold.key, feature: hold.feature, model: hold.model.id });
     let outcome: { value: T; tokens: number; credits: number };
@@ -64,7 +66,11 @@ export class ModuleCredits {
       else await this.release(held);
       throw error;
     }
-    const creditsUsed = await this.commit(held, { credits: outcome.credits, tokens: outcome.tokens, model: hold.model.id });
+    // Queued together, the commit and the caller's own write share one transaction (the writer's group commit).
+    const [creditsUsed] = await Promise.all([
+      this.commit(held, { credits: outcome.credits, tokens: outcome.tokens, model: hold.model.id }),
+      alongside?.(outcome.value),
+    ]);
     return { value: outcome.value, creditsUsed, tokens: outcome.tokens };
   }
 }
