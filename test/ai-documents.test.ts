@@ -159,3 +159,19 @@ test('passages cut at boundaries with overlap, numbered across the document, non
   assert.ok(first[1]!.text.includes(tail.slice(tail.indexOf(' ') + 1, tail.indexOf(' ') + 20)), 'the next passage overlaps');
   assert.equal(chunks.filter((c) => c.page === 2).length, 3, 'text without spaces is still cut');
 });
+
+test("a deleted user's documents, passages, chat history and keys go with the user", async (t) => {
+  const fake = await fakeOpenAi(t);
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys, memberA } = await modulesCast(app);
+  await upload(app, keys.memberA.key, Buffer.from('Private notes of the member.'), 'mine.txt');
+  await call(app, keys.memberA.key, 'POST', '/v1/chat', { message: 'remember this', agent: 'general', session_id: 'x' });
+  await upload(app, keys.ownerA.key, Buffer.from('The owner keeps this.'), 'owner.txt');
+  await sql(app, 'delete from users where id = ?', [memberA.userId]);
+  const left = async (table: string) => (await sql<{ n: number }>(app, `select count(*) as n from ${table}`))[0]!.n;
+  assert.equal(await left('documents'), 1);
+  assert.equal(await left('document_chunks_fts'), 1);
+  assert.equal(await left('chat_sessions'), 0);
+  assert.equal(await left('chat_messages'), 0);
+  assert.equal((await sql(app, 'select id from api_keys where user_id = ?', [memberA.userId])).length, 0);
+});

@@ -184,3 +184,17 @@ test('key management works over GraphQL with the same rules', async (t) => {
   const revoked = await gql(app, tokens.memberA, `mutation { revokeMyApiKey(id: "${created.apiKey.id}") }`);
   assert.equal(revoked.data!.revokeMyApiKey, true);
 });
+
+test('GET /usage counts the whole days left of a trial subscription', async (t) => {
+  const app = await build(t);
+  const { a, keys } = await modulesCast(app);
+  const trialEnd = Date.now() + 4.5 * 86_400_000;
+  await sql(
+    app,
+    "insert into subscriptions (company_id, customer_id, subscription_id, plan_id, status, seats, cancel_at_period_end, trial_end, updated_at) values (?, 'cus_1', 'sub_1', 'starter', 'trialing', 1, 0, ?, ?)",
+    [a.companyId, trialEnd, Date.now()],
+  );
+  assert.equal((await call(app, keys.ownerA.key, 'GET', '/v1/usage')).json().trial_days_left, 5);
+  await sql(app, "update subscriptions set status = 'active' where company_id = ?", [a.companyId]);
+  assert.equal((await call(app, keys.ownerA.key, 'GET', '/v1/usage')).json().trial_days_left, null);
+});
