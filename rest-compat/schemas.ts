@@ -6,6 +6,20 @@ export const dateTime: JsonSchema = { type: 'string', format: 'date-time' };
 export const uuid: JsonSchema = { type: 'string', format: 'uuid' };
 
 /** `?company_id=` of the admin routes a superadmin may point at another company (the field's `companyId`). */
+/** A created key's answer: the key's listing with the plaintext beside it (`{ ...api_key, key }`), not nested. */
+export const createdKeyAnswer = {
+  body: ({ api_key: apiKey, key }: { api_key: Record<string, unknown>; key: string }) => ({ ...apiKey, key }),
+  schema: (derived: JsonSchema): JsonSchema => {
+    const properties = derived.properties as Record<string, JsonSchema>;
+    const listed = properties.api_key!;
+    return {
+      ...listed,
+      required: [...(listed.required as string[]), 'key'],
+      properties: { ...(listed.properties as Record<string, JsonSchema>), key: properties.key },
+    };
+  },
+};
+
 export const actingCompany = () => query('company_id', { format: 'uuid', description: "Superadmins only: the company to act on (default: the caller's own)" });
 
 export const problemSchema: JsonSchema = {

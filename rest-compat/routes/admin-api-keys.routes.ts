@@ -1,4 +1,5 @@
-import { body, path, type JsonSchema, type RestRoute } from '../route';
+import { body, path, type RestRoute } from '../route';
+import { createdKeyAnswer } from '../schemas';
 import { pageArgs } from '../pagination';
 import { API_KEYS_PER_PAGE, MAX_ACTIVE_API_KEYS } from '../../src/domains/identity';
 
@@ -36,18 +37,7 @@ export const adminApiKeyRoutes: RestRoute[] = [
     field: 'createApiKey',
     args: { input: body() },
     // The documented body is the key's listing with the plaintext beside it, not nested.
-    answer: {
-      body: ({ api_key: apiKey, key }: { api_key: Record<string, unknown>; key: string }) => ({ ...apiKey, key }),
-      schema: (derived) => {
-        const properties = derived.properties as Record<string, JsonSchema>;
-        const listed = properties.api_key!;
-        return {
-          ...listed,
-          required: [...(listed.required as string[]), 'key'],
-          properties: { ...(listed.properties as Record<string, JsonSchema>), key: properties.key },
-        };
-      },
-    },
+    answer: createdKeyAnswer,
   },
   {
     method: 'DELETE',

@@ -1,4 +1,5 @@
-import { body, path, type JsonSchema, type RestRoute } from '../route';
+import { body, path, type RestRoute } from '../route';
+import { createdKeyAnswer } from '../schemas';
 import { moduleScopes } from '../../src/auth/principal';
 import { MAX_MODULE_KEYS_PER_USER } from '../../src/domains/identity';
 
@@ -25,18 +26,7 @@ export const moduleKeyRoutes: RestRoute[] = [
     field: 'createMyApiKey',
     args: { input: body() },
     // The key's listing with the plaintext beside it, as the company keys answer.
-    answer: {
-      body: ({ api_key: apiKey, key }: { api_key: Record<string, unknown>; key: string }) => ({ ...apiKey, key }),
-      schema: (derived) => {
-        const properties = derived.properties as Record<string, JsonSchema>;
-        const listed = properties.api_key!;
-        return {
-          ...listed,
-          required: [...(listed.required as string[]), 'key'],
-          properties: { ...(listed.properties as Record<string, JsonSchema>), key: properties.key },
-        };
-      },
-    },
+    answer: createdKeyAnswer,
   },
   {
     method: 'GET',

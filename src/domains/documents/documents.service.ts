@@ -4,7 +4,7 @@ import type { SqliteWriter } from '../../db/sqlite-writer';
 import { AppError } from '../../errors/catalog';
 import { requireModuleCaller, type ModuleCaller } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
-import type { AiApi } from '../ai';
+import { creditsFor, type AiApi } from '../ai';
 import type { CatalogService } from '../catalog';
 import { chunkSections, DOCUMENT_MIME, extractDocument, type DocumentKind, type ExtractLimits } from './extract';
 
@@ -155,17 +155,13 @@ export class DocumentsService {
     const most = Math.ceil((context.length + input.query.length) / 4 * 1.5) + 50 + maxTokens;
     const { value, creditsUsed, tokens } = await this.ai.credits.spend(
       caller,
-      { credits: this.creditsFor(most, model), key: `rag:${meta.requestId}`, feature: 'rag', model },
+      { credits: creditsFor(most, model), key: `rag:${meta.requestId}`, feature: 'rag', model },
       async () => {
         const completion = await this.ai.engine.complete({ model, messages, maxTokens });
-        return { value: completion.content, tokens: completion.usage.totalTokens, credits: this.creditsFor(completion.usage.totalTokens, model) };
+        return { value: completion.content, tokens: completion.usage.totalTokens, credits: creditsFor(completion.usage.totalTokens, model) };
       },
     );
     return { answer: value.trim(), engine: 'model', sources: sources.map(shortSnippet), tokens, creditsUsed };
-  }
-
-  private creditsFor(tokens: number, model: { creditCost: number }): number {
-    return Math.ceil((tokens * model.creditCost) / 1000);
   }
 
   /** 404 unless every id is one of the caller's documents (another user's look the same as unknown ones). */
