@@ -37,13 +37,12 @@ export class ModuleAccountService {
    * Counts a request of an AI-modules key against its plan's daily limit
    * per account, reset at midnight UTC; 429 with Retry-After once spent.
    */
-  admitDaily(principal: Principal): Record<string, string> | undefined {
-    if (principal.kind !== 'module_key') return undefined;
+  admitDaily(principal: Principal): void {
+    if (principal.kind !== 'module_key') return;
     const limit = this.plan(principal.companyId).dailyRequests;
-    if (limit <= 0) return undefined;
+    if (limit <= 0) return;
     const hit = this.budgets.daily(`daily:${principal.userId}`, limit);
     if (!hit.allowed) throw Budgets.refusal(hit);
-    return undefined;
   }
 
   verify(principal: Principal): KeyVerification {
