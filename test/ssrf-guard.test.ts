@@ -150,6 +150,26 @@ test('checkUrl: https only; http and loopback only with allowLoopback; IP litera
   assert.ok(public4.ok && public4.ipLiteral);
 });
 
+test('checkUrl: allowHttp accepts http for web pages and changes nothing else', () => {
+  const web = checkUrl('http://example.com/article', { allowHttp: true });
+  assert.ok(web.ok && web.hostname === 'example.com');
+  assert.ok(checkUrl('https://example.com/article', { allowHttp: true }).ok);
+  for (const url of [
+    'http://127.0.0.1/',
+    'http://[::1]/',
+    'http://2130706433/',
+    'http://169.254.169.254/latest/meta-data/',
+    'http://10.0.0.1/',
+    'http://[fd00::1]/',
+    'http://100.64.0.1/',
+    'http://user:pass@example.com/',
+    'ftp://example.com/',
+    'file:///etc/passwd',
+  ]) {
+    assert.equal(checkUrl(url, { allowHttp: true }).ok, false, url);
+  }
+});
+
 test('resolveGuarded: every resolved address is checked; IP literals skip the resolver', async () => {
   const calls: string[] = [];
   const dnsAnswers: Record<string, string[]> = {

@@ -14,15 +14,18 @@ import type { LookupFunction } from 'node:net';
  *   multicast, broadcast and other reserved ranges are refused; IPv6 forms that
  *   embed an IPv4 address (IPv4-mapped ::ffff:a.b.c.d, IPv4-compatible
  *   ::a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged by that address.
- * - `checkUrl` decides on a URL before any lookup: https only (http, and
- *   loopback addresses, only with `allowLoopback`, a test-only switch), no
- *   credentials, IP-literal hosts judged directly. The WHATWG URL parser has
+ * - `checkUrl` decides on a URL before any lookup: https only (http too with
+ *   `allowHttp`, for public web pages; http and loopback addresses with
+ *   `allowLoopback`, a test-only switch), no credentials, IP-literal hosts
+ *   judged directly. The WHATWG URL parser has
  *   already turned decimal, hex and octal IPv4 forms (http://2130706433/,
  *   http://0x7f.1/) into dotted quads, so they are judged as IP literals too.
  * - `guardedRequest` resolves the host once (through an injectable resolver),
  *   refuses the request if any resolved address is forbidden, and connects to
  *   the checked address through a pinned `lookup`: no second DNS lookup that a
- *   rebinding DNS server could answer differently. Redirects are not followed.
+ *   rebinding DNS server could answer differently. Redirects are not followed;
+ *   `openPinnedRequest` is that connection step alone, for callers that follow
+ *   redirects hop by hop (src/net/page-fetch.ts).
  *
  * Node's global fetch (undici) ignores `lookup`; this module uses node:http and
  * node:https on purpose.
@@ -40,8 +43,13 @@ export type AddressCategory =
   | 'reserved';
 
 export interface GuardOptions {
-  /** Test-only: lets http URLs and loopback addresses through (CONNECTOR_ALLOW_LOOPBACK). */
+  /** Test-only: lets http URLs and loopback addresses through (SSRF_ALLOW_LOOPBACK). */
   allowLoopback?: boolean;
+  /**
+   * Lets http URLs through as well as https (web pages from search results are
+   * often plain http). Changes the scheme rule only: every address rule stays.
+   */
+  allowHttp?: boolean;
 }
 
 type V4 = [number, number, number, number];
@@ -145,8 +153,10 @@ export function checkUrl(raw: string | URL, options: GuardOptions = {}): UrlChec
   } catch {
     return { ok: false, reason: 'not a valid URL' };
   }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && options.allowLoopback)) {
-    return { ok: false, reason: `the ${url.protocol.replace(/:$/, '')} scheme is not allowed (https only)` };
+  const httpAllowed = options.allowHttp || options.allowLoopback;
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && httpAllowed)) {
+    const allowed = httpAllowed ? 'http and https only' : 'https only';
+    return { ok: false, reason: `the ${url.protocol.replace(/:$/, '')} scheme is not allowed (${allowed})` };
   }
   if (url.username || url.password) return { ok: false, reason: 'URLs with credentials are not allowed' };
   const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -230,31 +240,16 @@ export interface GuardedResponse {
  * errors are network failures or the timeout.
  */
 export async function guardedRequest(raw: string | URL, options: GuardedRequestOptions = {}): Promise<GuardedResponse> {
-  const { url, hostname, address } = await resolveGuarded(raw, options);
-  // The connection goes to the checked address only: net calls this instead of DNS.
-  const pinned: LookupFunction = (_host, lookupOptions, callback) => {
-    if (lookupOptions.all) {
-      (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [
-        { address: address.address, family: address.family },
-      ]);
-    } else callback(null, address.address, address.family);
-  };
+  const target = await resolveGuarded(raw, options);
+  const { address } = target;
   const timeoutMs = options.timeoutMs ?? 5000;
   const maxBytes = options.maxBytes ?? 64 * 1024;
-  const transport = url.protocol === 'https:' ? https : http;
   return new Promise<GuardedResponse>((resolve, reject) => {
-    const request = transport.request(
+    const request = openPinnedRequest(
+      target,
       {
-        protocol: url.protocol,
-        host: hostname,
-        port: url.port || undefined,
-        path: `${url.pathname}${url.search}`,
         method: options.method ?? 'GET',
         headers: { ...(options.body !== undefined ? { 'content-length': String(Buffer.byteLength(options.body)) } : {}), ...options.headers },
-        lookup: pinned,
-        // TLS still verifies the certificate against the host name (SNI included).
-        ...(url.protocol === 'https:' ? { servername: isIP(hostname) ? undefined : hostname } : {}),
-        agent: false,
       },
       (response) => {
         const chunks: Buffer[] = [];
@@ -285,4 +280,42 @@ export async function guardedRequest(raw: string | URL, options: GuardedRequestO
     });
     request.end(options.body);
   });
+}
+
+/**
+ * Opens a request to a target decided by `resolveGuarded`, connecting to its
+ * checked address only. The caller writes the body, ends the request and
+ * handles its errors; nothing here follows redirects or times out.
+ */
+export function openPinnedRequest(
+  target: { url: URL; hostname: string; address: ResolvedAddress },
+  options: { method?: string; headers?: Record<string, string> },
+  onResponse: (response: http.IncomingMessage) => void,
+): http.ClientRequest {
+  const { url, hostname, address } = target;
+  // The connection goes to the checked address only: net calls this instead of DNS.
+  const pinned: LookupFunction = (_host, lookupOptions, callback) => {
+    if (lookupOptions.all) {
+      (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [
+        { address: address.address, family: address.family },
+      ]);
+    } else callback(null, address.address, address.family);
+  };
+  const transport = url.protocol === 'https:' ? https : http;
+  return transport.request(
+    {
+      protocol: url.protocol,
+      host: hostname,
+      port: url.port || undefined,
+      path: `${url.pathname}${url.search}`,
+      method: options.method ?? 'GET',
+      headers: options.headers,
+      lookup: pinned,
+      // TLS still verifies the certificate against the host name (SNI included).
+      ...(url.protocol === 'https:' ? { servername: isIP(hostname) ? undefined : hostname } : {}),
+      // No pooled sockets: every request connects afresh through the pinned lookup.
+      agent: false,
+    },
+    onResponse,
+  );
 }
