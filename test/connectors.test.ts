@@ -8,7 +8,8 @@ import { hashPassword } from '../src/auth/password';
 import { Company } from '../src/domains/identity/company.entity';
 import { User } from '../src/domains/identity/user.entity';
 import { inContext } from '../src/boot';
-import type { ConnectorsConfig } from '../src/domains/connectors/config';
+import { loadConnectorsConfig, type ConnectorsConfig } from '../src/domains/connectors/config';
+import { loadKernelConfig } from '../src/kernel/config';
 
 const BASE = '/v1/admin/connectors';
 const SECRET = 'GOCSPX-very-secret-value-123';
@@ -290,6 +291,21 @@ test('test: without the test switch the guard refuses the loopback endpoint and 
   assert.equal(unreachable.statusCode, 200);
   assert.equal(unreachable.json().ok, false);
   assert.match(unreachable.json().checks[2].detail, /not reachable/);
+});
+
+test('settings: SSRF_ALLOW_LOOPBACK, or its old name CONNECTOR_ALLOW_LOOPBACK, turns the loopback switch on for the kernel and the connectors alike', () => {
+  const cases: [Record<string, string>, boolean][] = [
+    [{}, false],
+    [{ SSRF_ALLOW_LOOPBACK: 'true' }, true],
+    [{ CONNECTOR_ALLOW_LOOPBACK: 'true' }, true],
+    [{ SSRF_ALLOW_LOOPBACK: 'false', CONNECTOR_ALLOW_LOOPBACK: '1' }, true],
+    [{ SSRF_ALLOW_LOOPBACK: 'off', CONNECTOR_ALLOW_LOOPBACK: 'no' }, false],
+  ];
+  for (const [env, expected] of cases) {
+    assert.equal(loadKernelConfig(env).ssrfAllowLoopback, expected, JSON.stringify(env));
+    assert.equal(loadConnectorsConfig(env).allowLoopback, expected, JSON.stringify(env));
+  }
+  assert.throws(() => loadConnectorsConfig({ SSRF_ALLOW_LOOPBACK: 'maybe' }), /SSRF_ALLOW_LOOPBACK must be true or false/);
 });
 
 test('GraphQL: connectors, updateConnector and testConnector; the secret is not a field', async (t) => {

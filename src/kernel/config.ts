@@ -42,6 +42,12 @@ export interface KernelConfig {
   mailRetrySeconds: number;
   /** The job worker of a serving process (src/jobs); tests lower these. */
   jobs: JobsConfig;
+  /**
+   * Test-only: fetches of user- and web-supplied URLs (connector checks,
+   * research pages) may reach loopback, over http too (src/net/ssrf-guard.ts).
+   * Private, link-local and metadata addresses stay refused.
+   */
+  ssrfAllowLoopback: boolean;
 }
 
 export interface JobsConfig {
@@ -93,6 +99,15 @@ export interface GraphqlLimitsConfig {
   maxCost: number;
   /** Who may run __schema / __type: anyone, a signed-in caller, or nobody. */
   introspection: (typeof introspectionAccess)[number];
+}
+
+/**
+ * SSRF_ALLOW_LOOPBACK, or its old name CONNECTOR_ALLOW_LOOPBACK (either true
+ * turns it on). The one definition: the connectors domain's config reads it
+ * through this too.
+ */
+export function ssrfAllowLoopback(env: Env): boolean {
+  return bool(env, 'SSRF_ALLOW_LOOPBACK', false) || bool(env, 'CONNECTOR_ALLOW_LOOPBACK', false);
 }
 
 /** SMTP_URL, checked without ever echoing it (it may carry a password). */
@@ -167,6 +182,7 @@ export function loadKernelConfig(env: Env): KernelConfig {
       retryMaxSeconds: int(env, 'JOB_RETRY_MAX_SECONDS', 3600, 1),
       keepDoneSeconds: int(env, 'JOB_KEEP_DONE_SECONDS', 86400),
     },
+    ssrfAllowLoopback: ssrfAllowLoopback(env),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < 32) {
     throw new Error('JWT_SECRET must be at least 32 bytes');
