@@ -290,7 +290,7 @@ export async function guardedRequest(raw: string | URL, options: GuardedRequestO
 export function openPinnedRequest(
   target: { url: URL; hostname: string; address: ResolvedAddress },
   options: { method?: string; headers?: Record<string, string> },
-  onResponse: (response: http.IncomingMessage) => void,
+  onResponse?: (response: http.IncomingMessage) => void,
 ): http.ClientRequest {
   const { url, hostname, address } = target;
   // The connection goes to the checked address only: net calls this instead of DNS.
