@@ -45,6 +45,35 @@ export function requireModuleCaller(principal: Principal, scope: ModuleScope): M
   throw principal.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
 }
 
+/**
+ * Who starts and reads long-running AI work (research, bulk jobs): an
+ * AI-modules key with the scope, a signed-in user, or a company API key
+ * (the platform API; it acts for no user). `admin` callers see every job of
+ * their company; the others see their own.
+ */
+export interface JobCaller {
+  companyId: string;
+  userId: string | null;
+  /** The API key (company or AI-modules) the caller used, if any. */
+  keyId: string | null;
+  admin: boolean;
+}
+
+export function requireJobCaller(principal: Principal, scope: ModuleScope): JobCaller {
+  if (principal.kind === 'api_key') return { companyId: principal.companyId, userId: null, keyId: principal.keyId, admin: true };
+  const caller = requireModuleCaller(principal, scope);
+  // A module key acts for its user alone, whatever the user's role.
+  const admin = principal.kind === 'user' && (principal.role === 'owner' || principal.role === 'admin');
+  return { companyId: caller.companyId, userId: caller.userId, keyId: caller.keyId, admin };
+}
+
+/** Whether a job caller may see (and cancel) work owned by `owner`: same company, and an admin or its own. */
+export function canSeeJob(caller: JobCaller, owner: { companyId: string; userId: string | null; apiKeyId?: string | null }): boolean {
+  if (caller.companyId !== owner.companyId) return false;
+  if (caller.admin) return true;
+  return owner.userId !== null && owner.userId === caller.userId;
+}
+
 /** A module key's principal, or 401: the AI modules API takes nothing else. */
 export function requireModuleKey(principal: Principal): ModuleKeyPrincipal {
   if (principal.kind === 'module_key') return principal;

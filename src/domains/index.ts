@@ -5,12 +5,14 @@ import { kernelErrors } from '../errors/catalog';
 import { aiDomain } from './ai';
 import { auditDomain } from './audit';
 import { billingDomain } from './billing';
+import { bulkDomain } from './bulk';
 import { catalogDomain } from './catalog';
 import { connectorsDomain } from './connectors';
 import { documentsDomain } from './documents';
 import { identityDomain } from './identity';
 import { paymentsDomain } from './payments';
 import { platformDomain } from './platform';
+import { researchDomain } from './research';
 
 /**
  * The one list of domains. Adding a domain is a folder under src/domains/
@@ -18,7 +20,7 @@ import { platformDomain } from './platform';
  * declaration merging) and settings are assembled from this list, and boot
  * wires it after the domains it requires.
  */
-export const domains = [auditDomain, platformDomain, billingDomain, catalogDomain, identityDomain, connectorsDomain, paymentsDomain, aiDomain, documentsDomain] as const;
+export const domains = [auditDomain, platformDomain, billingDomain, catalogDomain, identityDomain, connectorsDomain, paymentsDomain, aiDomain, documentsDomain, researchDomain, bulkDomain] as const;
 
 export type Domain = (typeof domains)[number];
 export type DomainName = Domain['name'];

@@ -1,6 +1,6 @@
 import { AppError, isAppError } from '../../errors/catalog';
 import type { ModuleCaller } from '../../auth/policy';
-import type { BillingApi, Hold } from '../billing';
+import type { AlongsideWrite, BillingApi, Hold } from '../billing';
 import type { ModelView } from '../catalog';
 
 /** Credits for `tokens` of a model: tokens ÷ 1,000 × its credit cost, rounded up. */
@@ -17,7 +17,10 @@ export function creditsFor(tokens: number, model: Pick<ModelView, 'creditCost'>)
 export class ModuleCredits {
   constructor(private readonly billing: BillingApi) {}
 
-  async reserve(caller: ModuleCaller, input: { credits: number; key: string; feature: string; model?: string | null }): Promise<Hold> {
+  async reserve(
+    caller: Pick<ModuleCaller, 'companyId' | 'userId' | 'keyId'> | { companyId: string; userId: string | null; keyId: string | null },
+    input: { credits: number; key: string; feature: string; model?: string | null; timeoutSeconds?: number },
+  ): Promise<Hold> {
     try {
       return await this.billing.ledger.reserve({
         companyId: caller.companyId,
@@ -27,16 +30,22 @@ export class ModuleCredits {
         apiKeyId: caller.keyId,
         feature: input.feature,
         model: input.model ?? null,
+        ...(input.timeoutSeconds ? { timeoutSeconds: input.timeoutSeconds } : {}),
       });
     } catch (error) {
       throw modulesSpelling(error);
     }
   }
 
-  /** Spends what the call used (at most the hold) and returns the rest. */
-  async commit(hold: Hold, usage: { credits: number; tokens: number; model?: string }): Promise<number> {
-    const settlement = await this.billing.ledger.commit(hold.id, usage);
+  /** Spends what the call used (at most the hold) and returns the rest; `alongside` commits in the same transaction. */
+  async commit(hold: Pick<Hold, 'id'>, usage: { credits: number; tokens: number; model?: string }, alongside?: AlongsideWrite): Promise<number> {
+    const settlement = await this.billing.ledger.commit(hold.id, usage, alongside);
     return settlement.credits;
+  }
+
+  /** Returns the whole hold, with a write of the caller's in the same transaction; failures are the caller's to handle. */
+  async releaseWith(hold: Pick<Hold, 'id'>, alongside?: AlongsideWrite): Promise<void> {
+    await this.billing.ledger.release(hold.id, alongside);
   }
 
   /** Returns the whole hold: the call failed and nothing is spent. Never masks the failure that led here. */

@@ -9,6 +9,10 @@ export const aiErrors = defineErrors({
   ai_provider_not_configured: { status: 503, title: 'AI provider not configured' },
   web_search_not_configured: { status: 503, title: 'Web search not configured' },
   ai_provider_timeout: { status: 504, title: 'AI provider timed out' },
+  // Long-running work (research, bulk jobs).
+  job_limit_reached: { status: 429, title: 'Too many running jobs' },
+  job_not_finished: { status: 409, title: 'Job not finished' },
+  job_finished: { status: 409, title: 'Job already finished' },
 });
 
 declare module '../../errors/catalog' {

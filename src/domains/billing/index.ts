@@ -42,6 +42,7 @@ export {
   type CreditGrant,
   type Hold,
   type HoldRequest,
+  type AlongsideWrite,
   type PeriodAllocation,
   type Settlement,
   type SpentUsage,

@@ -57,7 +57,20 @@ export interface HoldRequest {
   /** What the credits are for (chat, research, bulk, ...); the usage record's feature. */
   feature: string;
   model?: string | null;
+  /**
+   * How long the hold may stay unsettled before the expiry job releases it
+   * (default CREDIT_HOLD_TIMEOUT_SECONDS): a research job holds for its
+   * whole run.
+   */
+  timeoutSeconds?: number;
 }
+
+/**
+ * A caller's own write that belongs with a settlement (a bulk row's result
+ * beside its commit): run synchronously in the same transaction, so both
+ * happen or neither does.
+ */
+export type AlongsideWrite = (sql: SyncSql, now: number) => void;
 
 export interface SpentUsage {
   /** Credits actually spent: at most the hold; the rest is returned. */
@@ -256,7 +269,7 @@ export class LedgerService {
       const granted = Math.min(account!.granted, r.credits - monthly);
       const purchased = r.credits - monthly - granted;
       const id = randomUUID();
-      const expiresAt = now + this.options.holdTimeoutSeconds * 1000;
+      const expiresAt = now + (r.timeoutSeconds ?? this.options.holdTimeoutSeconds) * 1000;
       sql.run(
         `insert into credit_holds (id, company_id, idempotency_key, credits, monthly, granted, purchased, period_key, status,
            user_id, api_key_id, feature, model, created_at, expires_at) values (?, ?, ?, ?, ?, ?, ?, ?, 'held', ?, ?, ?, ?, ?, ?)`,
@@ -287,9 +300,10 @@ export class LedgerService {
    * Spends up to the hold (`usage.credits` above it is capped at the hold)
    * and returns the rest; writes the usage record the reports read, with its
    * currency cost at the model's price. Committing again answers the first
-   * settlement; a released hold cannot be committed (409).
+   * settlement; a released hold cannot be committed (409). `alongside`
+   * runs in the same transaction, on the first settlement only.
    */
-  async commit(holdId: string, usage: SpentUsage): Promise<Settlement> {
+  async commit(holdId: string, usage: SpentUsage, alongside?: AlongsideWrite): Promise<Settlement> {
     checkCredits(usage.credits, ['credits'], true);
     if (usage.tokens !== undefined && (!Number.isInteger(usage.tokens) || usage.tokens < 0)) {
       throw AppError.validation([{ loc: ['tokens'], msg: 'must be an integer >= 0', type: 'int_type' }]);
@@ -324,18 +338,24 @@ export class LedgerService {
         holdId,
         now,
       );
+      alongside?.(sql, now);
       return { hold: { ...toHold(row), status: 'committed' }, credits: spent, costMicros };
     });
   }
 
-  /** Gives a hold's credits back; releasing again is a no-op, a committed hold answers 409. */
-  async release(holdId: string): Promise<Hold> {
+  /**
+   * Gives a hold's credits back; releasing again is a no-op, a committed
+   * hold answers 409. `alongside` runs in the same transaction, on the
+   * first release only.
+   */
+  async release(holdId: string, alongside?: AlongsideWrite): Promise<Hold> {
     return this.write((hold) => hold.companyId, (sql, now) => {
       const row = heldRow(sql, holdId);
       if (row.status === 'released') return toHold(row);
       if (row.status !== 'held') throw new AppError('hold_settled', 'This hold was committed; its credits are spent');
       this.settle(sql, now, row, 'release', 0);
       sql.run("update credit_holds set status = 'released', settled_at = ? where id = ?", now, holdId);
+      alongside?.(sql, now);
       return { ...toHold(row), status: 'released' };
     });
   }

@@ -59,10 +59,17 @@ const unsupported = (what: string) =>
 const tooLarge = (detail: string) => new AppError('payload_too_large', detail);
 const unreadable = (kind: string, _cause?: unknown) => AppError.validation([{ loc: ['body', 'file'], msg: `not a readable ${kind} file`, type: 'file' }], `The file is not a readable ${kind} file`);
 
-/** The names of a zip's entries, refused (413) when the central directory describes a decompression bomb. */
-function zipEntries(bytes: Buffer, limits: ExtractLimits): Promise<string[]> {
+/**
+ * The names of a zip's entries (in memory, or a file on disk), refused (413)
+ * when the central directory describes a decompression bomb.
+ */
+export function zipEntries(source: Buffer | string, limits: ExtractLimits): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    yauzl.fromBuffer(bytes, { lazyEntries: true, validateEntrySizes: true }, (error, zip) => {
+    const open = (callback: (error: Error | null, zip?: yauzl.ZipFile) => void) =>
+      typeof source === 'string'
+        ? yauzl.open(source, { lazyEntries: true, validateEntrySizes: true, autoClose: true }, callback)
+        : yauzl.fromBuffer(source, { lazyEntries: true, validateEntrySizes: true }, callback);
+    open((error, zip) => {
       if (error || !zip) return reject(unreadable('zip', error));
       const names: string[] = [];
       let total = 0;
@@ -94,7 +101,7 @@ function zipEntries(bytes: Buffer, limits: ExtractLimits): Promise<string[]> {
 }
 
 /** Text of a file that is text: UTF-8 (a BOM allowed) or UTF-16 with its BOM, few control characters; null otherwise. */
-function decodeText(bytes: Buffer): string | null {
+export function decodeText(bytes: Buffer): string | null {
   let text: string;
   try {
     if (bytes[0] === 0xff && bytes[1] === 0xfe) text = new TextDecoder('utf-16le', { fatal: true }).decode(bytes.subarray(2));

@@ -1,0 +1,317 @@
+import fs from 'node:fs';
+import { once } from 'node:events';
+import { pipeline } from 'node:stream/promises';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { path, type RestRoute } from '../route';
+import { pageArgs } from '../pagination';
+import { AppError } from '../../src/errors/catalog';
+import { problemBody } from '../../src/host/problem';
+import { isAppError } from '../../src/errors/catalog';
+import type { BulkJobView, BulkRowView, TableKind } from '../../src/domains/bulk';
+import { researchAnswers } from './research.routes';
+
+const MODULES_KEY = 'Takes only an AI-modules key (Authorization: Bearer sk_live_svc_…) with the bulk scope; any other credential is 401.';
+const PLATFORM = "Takes a signed-in user's access token or a company API key (svc_…).";
+const COST =
+  "Each row costs tokens ÷ 1,000 × the model's credit cost from the catalog, rounded up, under its own credit hold; when credits run out the " +
+  'remaining rows fail with CREDIT_EXHAUSTED (or BUDGET_EXHAUSTED) and the job still completes, its counts saying so.';
+const FORM =
+  'input_column (required: the column whose cell fills the template), prompt_template (required; must contain {text}, else 422), ' +
+  'output_column (default AI_Result) and model (optional: a catalog id or family). A column the file lacks is 422 and the body lists the ' +
+  'columns found. Rows run BULK_CONCURRENCY at a time, each retried on provider failures (BULK_ROW_ATTEMPTS). Without AI_BASE_URL: 503, ' +
+  'nothing kept. Follow it with the status read, the NDJSON rows or the jobProgress GraphQL subscription.';
+
+const FIELDS = ['input_column', 'prompt_template', 'output_column', 'model'] as const;
+
+const jobAccepted = (job: BulkJobView) => ({ job_id: job.id, status: job.status, filename: job.filename, format: job.format });
+
+/**
+ * Reads a multipart upload: the `file` part streamed to disk (the limit
+ * enforced while it arrives: more is 413 and nothing is kept), the text
+ * fields beside it, in any order.
+ */
+async function readUpload(request: FastifyRequest): Promise<{ path: string; filename: string; fields: Partial<Record<(typeof FIELDS)[number], string>> }> {
+  const { bulk, limits } = request.server.domains.bulk;
+  if (!request.isMultipart()) throw new AppError('unsupported_media_type', 'Send the file as multipart/form-data in a field named "file", with the other fields beside it');
+  const target = bulk.uploadPath();
+  const fields: Partial<Record<(typeof FIELDS)[number], string>> = {};
+  let filename: string | null = null;
+  const tooLarge = () => new AppError('payload_too_large', `The file is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB, or the form has too many parts`);
+  try {
+    for await (const part of request.parts({ limits: { fileSize: limits.maxBytes, files: 1, fields: 8, parts: 9, fieldSize: 16 * 1024 } })) {
+      if (part.type === 'file') {
+        if (part.fieldname !== 'file') {
+          part.file.resume();
+          throw AppError.validation([{ loc: ['body', part.fieldname], msg: 'the file goes in a field named "file"', type: 'value_error' }]);
+        }
+        filename = part.filename || 'upload';
+        await pipeline(part.file, fs.createWriteStream(target, { mode: 0o600 }));
+        if (part.file.truncated) throw tooLarge();
+      } else if ((FIELDS as readonly string[]).includes(part.fieldname)) {
+        fields[part.fieldname as (typeof FIELDS)[number]] = String(part.value);
+      }
+    }
+  } catch (error) {
+    await fs.promises.rm(target, { force: true });
+    if (error instanceof AppError) throw error;
+    const code = (error as { code?: string }).code;
+    if (code === 'FST_REQ_FILE_TOO_LARGE' || code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT') throw tooLarge();
+    throw new AppError('bad_request', 'The multipart body could not be read', { cause: error });
+  }
+  if (filename === null) {
+    await fs.promises.rm(target, { force: true });
+    throw AppError.validation([{ loc: ['body', 'file'], msg: 'a multipart field named "file" is required', type: 'missing' }]);
+  }
+  return { path: target, filename, fields };
+}
+
+function submitter(kinds: readonly TableKind[], answer: (job: BulkJobView) => unknown) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const upload = await readUpload(request);
+    const job = await request.server.domains.bulk.bulk.submit(
+      request.principal,
+      { path: upload.path, filename: upload.filename, inputColumn: upload.fields.input_column, promptTemplate: upload.fields.prompt_template, outputColumn: upload.fields.output_column, model: upload.fields.model },
+      kinds,
+    );
+    return reply.code(202).send(answer(job));
+  };
+}
+
+function download(param: string) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const id = (request.params as Record<string, string>)[param]!;
+    const file = await request.server.domains.bulk.bulk.download(request.principal, id);
+    const raw = reply.raw;
+    reply.hijack();
+    raw.writeHead(200, {
+      ...(reply.getHeaders() as Record<string, string>),
+      'content-type': file.mime,
+      'content-disposition': `attachment; filename="${file.filename.replace(/["\\\r\n]/g, '_')}"`,
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+    });
+    try {
+      await file.write(raw);
+    } catch (error) {
+      request.log.error({ err: error }, 'bulk download failed');
+      raw.destroy();
+      return;
+    }
+    raw.end();
+  };
+}
+
+const rowLine = (row: BulkRowView) =>
+  `${JSON.stringify({ row: row.row, status: row.status, input: row.input, output: row.output, error: row.error, tokens: row.tokens, credits_used: row.creditsUsed })}\n`;
+
+/** GET /bulk/jobs/{id}/rows: NDJSON, in row order, following a running job until it ends; ?after=N resumes after row N. */
+async function rows(request: FastifyRequest, reply: FastifyReply) {
+  const { id } = request.params as { id: string };
+  const after = (request.query as { after?: number }).after ?? 0;
+  const bulk = request.server.domains.bulk.bulk;
+  const stop = new AbortController();
+  const iterator = bulk.follow(request.principal, id, after, stop.signal);
+  // The first step checks access, so a refusal is still a problem document.
+  const first = await iterator.next();
+  const raw = reply.raw;
+  reply.hijack();
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'application/x-ndjson; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-accel-buffering': 'no',
+  });
+  raw.on('close', () => stop.abort());
+  try {
+    if (!first.done) raw.write(rowLine(first.value));
+    for await (const row of iterator) {
+      if (!raw.write(rowLine(row))) await once(raw, 'drain', { signal: stop.signal });
+    }
+  } catch (error) {
+    if (!stop.signal.aborted) {
+      const problem = isAppError(error) ? error : new AppError('internal_error', 'The rows could not be read');
+      if (!isAppError(error)) request.log.error({ err: error }, 'bulk rows stream failed');
+      raw.write(`${JSON.stringify({ error: problemBody(problem, request, request.server.config.docsUrl) })}\n`);
+    }
+  } finally {
+    raw.end();
+  }
+}
+
+const acceptedSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['job_id', 'status', 'filename', 'format'],
+  properties: { job_id: { type: 'string', format: 'uuid' }, status: { type: 'string' }, filename: { type: 'string' }, format: { type: 'string', enum: ['csv', 'xlsx'] } },
+};
+const fileResponse = { type: 'string', format: 'binary', description: 'CSV (text/csv) or .xlsx, as the input was' };
+
+export const bulkRoutes: RestRoute[] = [
+  {
+    method: 'POST',
+    path: '/bulk/submit',
+    operationId: 'submitBulkJob',
+    summary: 'Submit a bulk job',
+    description:
+      `multipart/form-data: file (.xlsx or CSV, up to UPLOAD_MAX_MB, 50 MB; the type is decided by the content, and a file that is neither is 415), ${FORM} ` +
+      `${COST} Answers 202 with job_id. ${MODULES_KEY}`,
+    tag: 'AI modules: bulk',
+    credential: 'module_key',
+    auth: 'required',
+    status: 202,
+    problems: { 403: 'The key lacks the bulk scope', 413: 'The file is too large', 415: 'Not .xlsx or CSV', 422: 'A missing field, a template without {text}, or a column the file lacks', 429: 'job_limit_reached', 503: 'ai_provider_not_configured' },
+    response: acceptedSchema,
+    multipart: true,
+    raw: submitter(['csv', 'xlsx'], jobAccepted),
+  },
+  {
+    method: 'GET',
+    path: '/bulk/download/:job_id',
+    operationId: 'downloadBulkResult',
+    summary: 'Download a bulk result',
+    description:
+      'The result file in the input\'s format (xlsx in, xlsx out; CSV in, CSV out), streamed: the input\'s columns, the output column and ' +
+      '<output_column>_error for failed rows. Text the model wrote that a spreadsheet would run as a formula is prefixed with an apostrophe. ' +
+      `Before the job completes (or is cancelled) it is 409 job_not_finished. ${MODULES_KEY}`,
+    tag: 'AI modules: bulk',
+    credential: 'module_key',
+    auth: 'required',
+    status: 200,
+    problems: { 404: 'No bulk job of yours with this id', 409: 'job_not_finished' },
+    request: { params: { type: 'object', required: ['job_id'], properties: { job_id: { type: 'string', format: 'uuid' } } } },
+    response: fileResponse,
+    raw: download('job_id'),
+  },
+  {
+    method: 'GET',
+    path: '/bulk/status/:job_id',
+    operationId: 'getBulkStatusWithKey',
+    summary: 'Bulk job status',
+    description: `status (queued, running, completed, failed, cancelled), total_rows, rows_completed, rows_failed, credits_used and timestamps. ${MODULES_KEY}`,
+    tag: 'AI modules: bulk',
+    extension: true,
+    credential: 'module_key',
+    status: 200,
+    problems: { 404: 'No bulk job of yours with this id' },
+    field: 'bulkJob',
+    args: { id: path('job_id', { format: 'uuid' }) },
+    answer: researchAnswers.modules,
+  },
+  {
+    method: 'GET',
+    path: '/bulk/list',
+    operationId: 'listBulkJobsWithKey',
+    summary: 'Your bulk jobs',
+    description: `Your bulk jobs, newest first, paged. ${MODULES_KEY}`,
+    tag: 'AI modules: bulk',
+    extension: true,
+    credential: 'module_key',
+    status: 200,
+    field: 'bulkJobs',
+    args: pageArgs(),
+    paginated: true,
+  },
+  {
+    method: 'POST',
+    path: '/bulk/cancel/:job_id',
+    operationId: 'cancelBulkJobWithKey',
+    summary: 'Cancel a bulk job',
+    description: `Stops a queued or running job: rows not yet sent stay unprocessed and cost nothing. A finished job is 409 job_finished. ${MODULES_KEY}`,
+    tag: 'AI modules: bulk',
+    extension: true,
+    credential: 'module_key',
+    status: 200,
+    problems: { 404: 'No bulk job of yours with this id', 409: 'job_finished' },
+    field: 'cancelBulkJob',
+    args: { id: path('job_id', { format: 'uuid' }) },
+    answer: researchAnswers.modules,
+  },
+  {
+    method: 'POST',
+    path: '/bulk/jobs',
+    operationId: 'createBulkJob',
+    summary: 'Create a bulk job from a CSV',
+    description: `multipart/form-data: file (CSV, up to UPLOAD_MAX_MB; anything else is 415), ${FORM} ${COST} Answers 202 with the job. ${PLATFORM}`,
+    tag: 'Research and bulk jobs',
+    auth: 'required',
+    status: 202,
+    problems: { 413: 'The file is too large', 415: 'Not CSV', 422: 'A missing field, a template without {text}, or a column the file lacks', 429: 'job_limit_reached', 503: 'ai_provider_not_configured' },
+    response: acceptedSchema,
+    multipart: true,
+    raw: submitter(['csv'], jobAccepted),
+  },
+  {
+    method: 'GET',
+    path: '/bulk/jobs',
+    operationId: 'listBulkJobs',
+    summary: 'Your bulk jobs',
+    description: `Your bulk jobs (a company key's: those company keys submitted), newest first, paged. ${PLATFORM}`,
+    tag: 'Research and bulk jobs',
+    extension: true,
+    status: 200,
+    field: 'bulkJobs',
+    args: pageArgs(),
+    paginated: true,
+  },
+  {
+    method: 'GET',
+    path: '/bulk/jobs/:id',
+    operationId: 'getBulkJob',
+    summary: 'A bulk job',
+    description: `status, counts and timestamps. Another company's id is 404; a member sees their own jobs, an admin or a company key the company's. ${PLATFORM}`,
+    tag: 'Research and bulk jobs',
+    extension: true,
+    status: 200,
+    problems: { 404: 'No bulk job with this id' },
+    field: 'bulkJob',
+    args: { id: path('id', { format: 'uuid' }) },
+  },
+  {
+    method: 'GET',
+    path: '/bulk/jobs/:id/rows',
+    operationId: 'streamBulkRows',
+    summary: 'Stream processed rows',
+    description:
+      'NDJSON (application/x-ndjson), one object per processed row in row order: row, status (completed or failed), input, output, error, ' +
+      'tokens, credits_used. While the job runs the stream follows it, each row once it and the rows before it are done, and ends when the ' +
+      `job ends. ?after=N resumes after row N. ${PLATFORM}`,
+    tag: 'Research and bulk jobs',
+    auth: 'required',
+    status: 200,
+    problems: { 404: 'No bulk job with this id' },
+    request: {
+      params: { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'uuid' } } },
+      querystring: { type: 'object', additionalProperties: false, properties: { after: { type: 'integer', minimum: 0, default: 0, description: 'Resume after this row' } } },
+    },
+    response: { type: 'string', description: 'NDJSON lines' },
+    raw: rows,
+  },
+  {
+    method: 'GET',
+    path: '/bulk/jobs/:id/download',
+    operationId: 'downloadBulkJob',
+    summary: 'Download a bulk result',
+    description: `The result CSV, as GET /bulk/download/{job_id} answers it. Before the job completes it is 409 job_not_finished. ${PLATFORM}`,
+    tag: 'Research and bulk jobs',
+    extension: true,
+    auth: 'required',
+    status: 200,
+    problems: { 404: 'No bulk job with this id', 409: 'job_not_finished' },
+    request: { params: { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'uuid' } } } },
+    response: fileResponse,
+    raw: download('id'),
+  },
+  {
+    method: 'POST',
+    path: '/bulk/jobs/:id/cancel',
+    operationId: 'cancelBulkJob',
+    summary: 'Cancel a bulk job',
+    description: `Stops a queued or running job; a finished job is 409 job_finished. ${PLATFORM}`,
+    tag: 'Research and bulk jobs',
+    extension: true,
+    status: 200,
+    problems: { 404: 'No bulk job with this id', 409: 'job_finished' },
+    field: 'cancelBulkJob',
+    args: { id: path('id', { format: 'uuid' }) },
+  },
+];

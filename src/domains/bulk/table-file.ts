@@ -1,0 +1,198 @@
+import fs from 'node:fs';
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import { parse } from 'csv-parse';
+import { stringify } from 'csv-stringify';
+import ExcelJS from 'exceljs';
+import { fileTypeFromBuffer } from 'file-type';
+import { AppError } from '../../errors/catalog';
+import { decodeText, zipEntries, type ExtractLimits } from '../documents';
+
+export const tableKinds = ['csv', 'xlsx'] as const;
+export type TableKind = (typeof tableKinds)[number];
+
+export const TABLE_MIME: Record<TableKind, string> = {
+  csv: 'text/csv; charset=utf-8',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+};
+
+/** The bytes read to decide a file's kind and a CSV's delimiter. */
+const SNIFF_BYTES = 64 * 1024;
+/** Columns of a header; more is refused (a header row that is really data). */
+export const MAX_COLUMNS = 500;
+/** Characters of one cell kept. */
+export const MAX_CELL_CHARS = 32_000;
+
+const unsupported = (what: string) => new AppError('unsupported_media_type', `${what}; bulk jobs take .xlsx or CSV`);
+const unreadable = (kind: string) => AppError.validation([{ loc: ['body', 'file'], msg: `not a readable ${kind} file`, type: 'file' }], `The file is not a readable ${kind} file`);
+
+export interface TableFormat {
+  kind: TableKind;
+  /** A CSV's field delimiter (, ; or tab), decided from its first line. */
+  delimiter: string;
+}
+
+async function head(path: string): Promise<Buffer> {
+  const handle = await fs.promises.open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(SNIFF_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, SNIFF_BYTES, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A UTF-8 prefix cut at a character boundary (a read of the first bytes may split one). */
+function wholeCharacters(bytes: Buffer, complete: boolean): Buffer {
+  if (complete) return bytes;
+  let end = bytes.length;
+  for (let back = 1; back <= 3 && end - back >= 0; back++) {
+    const byte = bytes[end - back]!;
+    if ((byte & 0xc0) === 0x80) continue; // a continuation byte
+    if (byte >= 0xc0) end -= back; // the lead byte of a character that may be cut
+    break;
+  }
+  return bytes.subarray(0, end);
+}
+
+/** The delimiter of a CSV's first line: whichever of , ; and tab occurs most outside quotes. */
+export function sniffDelimiter(text: string): string {
+  const counts: Record<string, number> = { ',': 0, ';': 0, '\t': 0 };
+  let quoted = false;
+  for (const ch of text) {
+    if (ch === '"') quoted = !quoted;
+    else if (!quoted && (ch === '\n' || ch === '\r')) break;
+    else if (!quoted && ch in counts) counts[ch]!++;
+  }
+  const [best, count] = Object.entries(counts).sort((a, b) => b[1] - a[1])[0]!;
+  return count > 0 ? best : ',';
+}
+
+/**
+ * The kind of an uploaded table, decided by its bytes: a zip holding a
+ * workbook is .xlsx (its central directory checked for decompression bombs
+ * first), text is CSV, anything else is 415. The name may not contradict
+ * the bytes.
+ */
+export async function sniffTable(path: string, filename: string, limits: ExtractLimits): Promise<TableFormat> {
+  const bytes = await head(path);
+  const size = (await fs.promises.stat(path)).size;
+  if (!bytes.length) throw AppError.validation([{ loc: ['body', 'file'], msg: 'the file is empty', type: 'file' }], 'The file is empty');
+  const extension = /\.([A-Za-z0-9]+)$/.exec(filename)?.[1]?.toLowerCase();
+  let kind: TableKind;
+  let delimiter = ',';
+  if (bytes.length >= 4 && bytes.readUInt32LE(0) === 0x04034b50) {
+    const names = await zipEntries(path, limits);
+    if (!names.includes('xl/workbook.xml')) throw unsupported('The file is a zip archive, not an Excel workbook');
+    kind = 'xlsx';
+  } else {
+    const text = decodeText(wholeCharacters(bytes, bytes.length === size));
+    if (text === null) {
+      const type = await fileTypeFromBuffer(bytes);
+      throw unsupported(type ? `The file is ${type.mime}` : 'The file is binary content of no accepted type');
+    }
+    kind = 'csv';
+    delimiter = sniffDelimiter(text.replace(/^\uFEFF/, ''));
+  }
+  const named = extension === 'xlsx' ? 'xlsx' : extension === 'csv' || extension === 'txt' || extension === 'tsv' ? 'csv' : undefined;
+  if (named && named !== kind) throw unsupported(`The content is ${kind === 'xlsx' ? 'an Excel workbook' : 'text'} but the file name says .${extension}`);
+  return { kind, delimiter };
+}
+
+function cellText(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (value instanceof Date) return value.toISOString().slice(0, 10);
+  if (typeof value === 'object') {
+    const v = value as { result?: unknown; text?: unknown; richText?: { text: string }[]; error?: unknown };
+    if (v.richText) return v.richText.map((r) => r.text).join('');
+    if (v.text !== undefined) return String(v.text);
+    if (v.result !== undefined) return cellText(v.result);
+    return '';
+  }
+  return String(value);
+}
+
+/**
+ * The rows of a table, the header first, as text cells, streamed: csv-parse
+ * for CSV, exceljs's streaming reader for the first sheet of a workbook.
+ * Empty rows are skipped. Unreadable content is 422.
+ */
+export async function* readTable(path: string, format: TableFormat): AsyncGenerator<string[]> {
+  if (format.kind === 'csv') {
+    const parser = fs.createReadStream(path).pipe(
+      parse({ bom: true, delimiter: format.delimiter, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, max_record_size: 4 * MAX_CELL_CHARS }),
+    );
+    try {
+      for await (const record of parser as AsyncIterable<string[]>) {
+        if (record.every((c) => c.trim() === '')) continue;
+        yield record.map((c) => c.slice(0, MAX_CELL_CHARS));
+      }
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      throw unreadable('CSV');
+    }
+    return;
+  }
+  const reader = new ExcelJS.stream.xlsx.WorkbookReader(fs.createReadStream(path), { sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'ignore', worksheets: 'emit', entries: 'ignore' });
+  try {
+    for await (const worksheet of reader) {
+      for await (const row of worksheet as AsyncIterable<ExcelJS.Row>) {
+        const values = row.values as unknown[];
+        const cells: string[] = [];
+        for (let i = 1; i < values.length; i++) cells.push(cellText(values[i]).slice(0, MAX_CELL_CHARS));
+        if (cells.every((c) => c.trim() === '')) continue;
+        yield cells;
+      }
+      return; // the first sheet only
+    }
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    throw unreadable('Excel');
+  }
+}
+
+/** The header row of a table (its first non-empty row), refused when there is none or it is too wide. */
+export async function readHeader(path: string, format: TableFormat): Promise<string[]> {
+  for await (const row of readTable(path, format)) {
+    const header = row.map((c) => c.trim());
+    if (header.length > MAX_COLUMNS) throw AppError.validation([{ loc: ['body', 'file'], msg: `more than ${MAX_COLUMNS} columns`, type: 'file' }]);
+    return header;
+  }
+  throw AppError.validation([{ loc: ['body', 'file'], msg: 'the file has no header row', type: 'file' }], 'The file has no rows');
+}
+
+/**
+ * A cell the model wrote, made safe to open in a spreadsheet: text that a
+ * spreadsheet would run as a formula (= + - @, or a leading tab or carriage
+ * return) is prefixed with an apostrophe (OWASP's CSV-injection advice).
+ */
+export function guardCell(text: string): string {
+  return /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+}
+
+/** Writes a table (the header, then each row) to `out` as CSV or .xlsx, streamed with back-pressure. */
+export async function writeTable(out: Writable, format: TableFormat, header: string[], rows: AsyncIterable<string[]>): Promise<void> {
+  if (format.kind === 'csv') {
+    const csv = stringify({ delimiter: format.delimiter });
+    csv.pipe(out);
+    const write = async (row: string[]) => {
+      if (!csv.write(row)) await once(csv, 'drain');
+    };
+    await write(header);
+    for await (const row of rows) await write(row);
+    csv.end();
+    await once(csv, 'end');
+    return;
+  }
+  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false });
+  const sheet = workbook.addWorksheet('Results');
+  sheet.addRow(header).commit();
+  for await (const row of rows) {
+    sheet.addRow(row).commit();
+    // The writer pushes into `out`; wait when it is full.
+    if (out.writableNeedDrain) await once(out, 'drain');
+  }
+  sheet.commit();
+  await workbook.commit();
+}

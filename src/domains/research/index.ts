@@ -1,0 +1,45 @@
+import { defineDomain, type ApiOf } from '../../kernel/domain';
+import { aiDomain } from '../ai';
+import { catalogDomain } from '../catalog';
+import { identityDomain } from '../identity';
+import { loadResearchConfig } from './config';
+import { researchMigrations } from './migrations';
+import { ResearchJob } from './research-job.entity';
+import { RESEARCH_STEP, ResearchService } from './research.service';
+import './events';
+
+export { ResearchJob, researchDepths, researchLanguages, researchPhases, jobStates, type JobState, type ResearchDepth, type ResearchLanguage, type ResearchPhase } from './research-job.entity';
+export {
+  ResearchService,
+  RESEARCH_DEPTHS,
+  RESEARCH_QUERY_MAX,
+  RESEARCH_STEP,
+  parsePlan,
+  pickSources,
+  type ResearchInput,
+  type ResearchJobView,
+  type ResearchProgress,
+  type ResearchSourceView,
+  type ResearchSurface,
+} from './research.service';
+export { type ResearchConfig } from './config';
+
+/**
+ * Research reports: planned, searched, read through the SSRF guard,
+ * summarised and written by the model, one durable job per step. Credits
+ * are held for the whole job through the ai domain's ModuleCredits.
+ */
+export const researchDomain = defineDomain({
+  name: 'research',
+  requires: { identity: identityDomain, ai: aiDomain, catalog: catalogDomain },
+  entities: [ResearchJob],
+  migrations: researchMigrations,
+  config: loadResearchConfig,
+  create: ({ kernel, config, deps }) => ({
+    config: config.research,
+    research: new ResearchService(kernel.orm, kernel.jobs, kernel.events, deps.ai, deps.catalog.models, config.research, kernel.config.ssrfAllowLoopback),
+  }),
+  jobs: (api) => ({ [RESEARCH_STEP]: (payload: { researchId: string }, run) => api.research.step(payload, run) }),
+});
+
+export type ResearchApi = ApiOf<typeof researchDomain>;

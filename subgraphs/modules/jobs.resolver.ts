@@ -1,0 +1,173 @@
+import fs from 'node:fs';
+import { Arg, Ctx, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
+import { Access } from '../policy/access';
+import { AppError } from '../../src/errors/catalog';
+import type { ResearchApi, ResearchJobView, ResearchService } from '../../src/domains/research';
+import type { BulkApi, BulkJobView, BulkService } from '../../src/domains/bulk';
+import type { GraphQLContext } from '../context';
+import { BulkCsvInput, BulkJobPageType, BulkJobType, BulkRowType, JobUpdateType, ResearchInput, ResearchJobPageType, ResearchJobType } from './jobs.types';
+
+type Update = { kind: 'research'; jobId: string; status: string; research: ResearchJobView; bulk: null } | { kind: 'bulk'; jobId: string; status: string; research: null; bulk: BulkJobView };
+
+const researchUpdate = (job: ResearchJobView): Update => ({ kind: 'research', jobId: job.id, status: job.status, research: job, bulk: null });
+const bulkUpdate = (job: BulkJobView): Update => ({ kind: 'bulk', jobId: job.id, status: job.status, research: null, bulk: job });
+
+/** Two event streams as one; returning it returns both (detaching their listeners). */
+function merge<T>(...sources: AsyncIterableIterator<T>[]): AsyncIterableIterator<T> {
+  const pending = new Map<number, Promise<{ i: number; r: IteratorResult<T> }>>();
+  const pull = (i: number) => pending.set(i, sources[i]!.next().then((r) => ({ i, r })));
+  sources.forEach((_, i) => pull(i));
+  const iterator: AsyncIterableIterator<T> = {
+    async next() {
+      while (pending.size) {
+        const { i, r } = await Promise.race(pending.values());
+        if (r.done) {
+          pending.delete(i);
+          continue;
+        }
+        pull(i);
+        return { done: false, value: r.value };
+      }
+      return { done: true, value: undefined };
+    },
+    async return() {
+      pending.clear();
+      await Promise.all(sources.map((s) => s.return?.()));
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]: () => iterator,
+  };
+  return iterator;
+}
+
+async function* mapped<T, U>(source: AsyncIterableIterator<T>, fn: (value: T) => U): AsyncGenerator<U> {
+  try {
+    for await (const value of source) yield fn(value);
+  } finally {
+    await source.return?.();
+  }
+}
+
+/**
+ * Research and bulk jobs for signed-in users, company API keys (over the
+ * platform API's REST paths) and AI-modules keys (scopes research and bulk).
+ */
+@Resolver()
+export class JobsResolver {
+  static from = ({ research, bulk }: { research: ResearchApi; bulk: BulkApi }) => new JobsResolver(research.research, bulk.bulk);
+
+  constructor(
+    readonly research: ResearchService,
+    readonly bulk: BulkService,
+  ) {}
+
+  @Access({ auth: 'modules' })
+  @Mutation(() => ResearchJobType, {
+    description:
+      'Starts a research job (scope research): the model plans sub-questions, each is searched, the best pages are read and summarised, and ' +
+      'a Markdown report citing them is written. Its credits (by depth) are held now, spent on completion and returned on failure or ' +
+      'cancellation. 503 without AI_BASE_URL or WEB_SEARCH_URL, 429 past RESEARCH_MAX_CONCURRENT jobs of the company, both spending nothing.',
+  })
+  startResearch(@Arg('input', () => ResearchInput) input: ResearchInput, @Ctx() ctx: GraphQLContext) {
+    return this.research.start(ctx.principal, input, 'modules');
+  }
+
+  @Access({ auth: 'modules' })
+  @Query(() => ResearchJobType, { description: "A research job of the caller's (an admin's: of the company); another's is 404" })
+  researchJob(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    return this.research.get(ctx.principal, id);
+  }
+
+  @Access({ auth: 'modules' })
+  @Query(() => ResearchJobPageType, { description: "The caller's research jobs, newest first" })
+  researchJobs(
+    @Ctx() ctx: GraphQLContext,
+    @Arg('page', () => Int, { defaultValue: 1 }) page: number,
+    @Arg('perPage', () => Int, { defaultValue: 20 }) perPage: number,
+  ) {
+    return this.research.list(ctx.principal, page, perPage);
+  }
+
+  @Access({ auth: 'modules' })
+  @Mutation(() => ResearchJobType, { description: 'Cancels a queued or running research job and returns its credits; a finished one is 409 job_finished' })
+  cancelResearch(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    return this.research.cancel(ctx.principal, id);
+  }
+
+  @Access({ auth: 'modules' })
+  @Mutation(() => BulkJobType, {
+    description:
+      'Creates a bulk job from CSV text (scope bulk): each row\'s input cell fills {text} of the template and goes to the model. Each row ' +
+      "costs tokens ÷ 1,000 × the model's credit cost, rounded up, under its own hold; when credits run out the remaining rows fail " +
+      'and the job still completes. Files and .xlsx go through the REST upload.',
+  })
+  async submitBulkJob(@Arg('input', () => BulkCsvInput) input: BulkCsvInput, @Ctx() ctx: GraphQLContext) {
+    const path = this.bulk.uploadPath();
+    await fs.promises.writeFile(path, input.csv, { mode: 0o600 });
+    return this.bulk.submit(ctx.principal, { path, filename: input.filename ?? 'input.csv', inputColumn: input.inputColumn, promptTemplate: input.promptTemplate, outputColumn: input.outputColumn, model: input.model }, ['csv']);
+  }
+
+  @Access({ auth: 'modules' })
+  @Query(() => BulkJobType, { description: "A bulk job of the caller's (an admin's: of the company); another's is 404" })
+  bulkJob(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    return this.bulk.get(ctx.principal, id);
+  }
+
+  @Access({ auth: 'modules' })
+  @Query(() => BulkJobPageType, { description: "The caller's bulk jobs, newest first" })
+  bulkJobs(
+    @Ctx() ctx: GraphQLContext,
+    @Arg('page', () => Int, { defaultValue: 1 }) page: number,
+    @Arg('perPage', () => Int, { defaultValue: 20 }) perPage: number,
+  ) {
+    return this.bulk.list(ctx.principal, page, perPage);
+  }
+
+  @Access({ auth: 'modules' })
+  @Query(() => [BulkRowType], { description: 'Processed rows after row `after`, in row order, at most `first` (a row still running ends the list)' })
+  bulkJobRows(
+    @Arg('id', () => ID) id: string,
+    @Ctx() ctx: GraphQLContext,
+    @Arg('after', () => Int, { defaultValue: 0 }) after: number,
+    @Arg('first', () => Int, { defaultValue: 100 }) first: number,
+  ) {
+    if (!Number.isInteger(after) || after < 0) throw AppError.validation([{ loc: ['after'], msg: 'must be an integer >= 0', type: 'range' }]);
+    if (!Number.isInteger(first) || first < 1 || first > 1000) throw AppError.validation([{ loc: ['first'], msg: 'must be an integer from 1 to 1000', type: 'range' }]);
+    return this.bulk.rows(ctx.principal, id, after, first);
+  }
+
+  @Access({ auth: 'modules' })
+  @Mutation(() => BulkJobType, { description: 'Stops a queued or running bulk job: rows not yet sent stay unprocessed and cost nothing; a finished job is 409 job_finished' })
+  cancelBulkJob(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
+    return this.bulk.cancel(ctx.principal, id);
+  }
+
+  @Access({ auth: 'modules' })
+  @Subscription(() => JobUpdateType, {
+    description: "One research or bulk job as it changes: research phases and steps, bulk counts (a few a second at most), the final state. Another's job is 404.",
+    subscribe: async ({ args, context }) => {
+      const ctx = context as GraphQLContext;
+      const self = ctx.container.get(JobsResolver);
+      const id = (args as { id: string }).id;
+      if (await self.research.exists(ctx.principal, id)) return mapped(self.research.follow(ctx.principal, id), (e) => researchUpdate(e.job));
+      if (self.bulk.exists(ctx.principal, id)) return mapped(self.bulk.followJobs(ctx.principal, id), (e) => bulkUpdate(e.job));
+      throw new AppError('not_found', 'No research or bulk job with this id');
+    },
+  })
+  jobProgress(@Root() update: Update, @Arg('id', () => ID) _id: string): Update {
+    return update;
+  }
+
+  @Access({ auth: 'modules' })
+  @Subscription(() => JobUpdateType, {
+    description: "Every research and bulk job the caller may see as it changes (an admin's: the company's; a member's: their own)",
+    subscribe: ({ context }) => {
+      const ctx = context as GraphQLContext;
+      const self = ctx.container.get(JobsResolver);
+      return merge<Update>(mapped(self.research.follow(ctx.principal), (e) => researchUpdate(e.job)), mapped(self.bulk.followJobs(ctx.principal), (e) => bulkUpdate(e.job)));
+    },
+  })
+  companyJobProgress(@Root() update: Update): Update {
+    return update;
+  }
+}

@@ -1,0 +1,314 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import ExcelJS from 'exceljs';
+import { parse } from 'csv-parse/sync';
+import { assertCode, call, gql, sql } from './admin-helper';
+import { createCompanyKey } from './helper';
+import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
+import { fakeOpenAi } from './fake-ai';
+import { assertLedgerAddsUp } from './ledger-helper';
+import { makeCsv, makePng, makeXlsx, multipartForm } from './fixtures/document-files';
+import { inContext } from '../src/boot';
+
+const FIELDS = { input_column: 'review', prompt_template: 'Classify the sentiment of: {text}' };
+const ROWS: (string | number)[][] = [
+  ['id', 'review'],
+  [1, 'Great product'],
+  [2, 'Terrible service'],
+  [3, 'It was fine'],
+];
+
+/** Answers "<SENTIMENT> for <input>" so every row's output names its input. */
+const classify = () => (request: { messages: { content: string | null }[] }) => {
+  const text = request.messages.at(-1)!.content!.replace('Classify the sentiment of: ', '');
+  return { content: `label:${text}`, usage: { prompt: 10, completion: 5 } };
+};
+
+function submit(app: FastifyInstance, key: string, file: Buffer, filename: string, fields: Record<string, string> = FIELDS, url = '/v1/bulk/submit') {
+  const form = multipartForm(fields, { content: file, filename });
+  return app.inject({ method: 'POST', url, payload: form.payload, headers: { ...form.headers, authorization: `Bearer ${key}` } });
+}
+
+async function finished(app: FastifyInstance, key: string, id: string, url = `/v1/bulk/status/${id}`) {
+  await app.kernel.worker.drain();
+  const res = await call(app, key, 'GET', url);
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json() as Record<string, unknown>;
+}
+
+function uploads(app: FastifyInstance): string[] {
+  const dir = path.join(app.config.dataDir, 'uploads');
+  return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
+}
+
+test('CSV round trip: each row through the template, the result CSV carries the output and error columns, each row charged once', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  const res = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'reviews.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const { job_id: id } = res.json() as { job_id: string };
+  assert.equal(res.json().format, 'csv');
+  const status = await finished(app, keys.ownerA.key, id);
+  assert.equal(status.status, 'completed');
+  assert.equal(status.total_rows, 3);
+  assert.equal(status.rows_completed, 3);
+  assert.equal(status.rows_failed, 0);
+  // 15 tokens at gpt-4o's 5 credits per 1,000: one credit a row, rounded up.
+  assert.equal(status.credits_used, 3);
+  assert.deepEqual(fake.seen.map((s) => s.messages.at(-1)!.content).sort(), ['Classify the sentiment of: Great product', 'Classify the sentiment of: It was fine', 'Classify the sentiment of: Terrible service']);
+
+  const file = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`);
+  assert.equal(file.statusCode, 200);
+  assert.match(file.headers['content-type'] as string, /^text\/csv/);
+  assert.match(file.headers['content-disposition'] as string, /reviews-results\.csv/);
+  const rows = parse(file.body) as string[][];
+  assert.deepEqual(rows[0], ['id', 'review', 'AI_Result', 'AI_Result_error']);
+  assert.deepEqual(rows.slice(1), [
+    ['1', 'Great product', 'label:Great product', ''],
+    ['2', 'Terrible service', 'label:Terrible service', ''],
+    ['3', 'It was fine', 'label:It was fine', ''],
+  ]);
+  const usage = await sql<{ n: number; credits: number }>(app, "select count(*) as n, sum(credits) as credits from usage_records where feature = 'bulk'");
+  assert.deepEqual(usage[0], { n: 3, credits: 3 });
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000 - 3);
+  assert.deepEqual(uploads(app), [], 'the upload is deleted once its rows are read');
+  await assertLedgerAddsUp(app);
+});
+
+test('xlsx in gives xlsx out, with a custom output column; cells the model wrote cannot run as formulas', async (t) => {
+  const fake = await fakeOpenAi(t, (request) => ({ content: request.messages.at(-1)!.content!.includes('evil') ? '=HYPERLINK("http://x.test","click")' : 'ok' }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const workbook = await makeXlsx({ Sheet1: [['name', 'text'], ['a', 'fine'], ['b', 'evil']] });
+  const res = await submit(app, keys.ownerA.key, workbook, 'input.xlsx', { input_column: 'text', prompt_template: 'Echo {text}', output_column: 'Answer' });
+  assert.equal(res.statusCode, 202, res.body);
+  const id = res.json().job_id as string;
+  assert.equal(res.json().format, 'xlsx');
+  assert.equal((await finished(app, keys.ownerA.key, id)).status, 'completed');
+  const file = await app.inject({ method: 'GET', url: `/v1/bulk/download/${id}`, headers: { authorization: `Bearer ${keys.ownerA.key}` } });
+  assert.equal(file.statusCode, 200);
+  assert.equal(file.headers['content-type'], 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet');
+  const book = new ExcelJS.Workbook();
+  await book.xlsx.read(Readable.from(file.rawPayload));
+  const sheet = book.worksheets[0]!;
+  const values = sheet.getSheetValues().slice(1).map((r) => (r as unknown[]).slice(1));
+  assert.deepEqual(values, [
+    ['name', 'text', 'Answer', 'Answer_error'],
+    ['a', 'fine', 'ok', ''].slice(0, 3),
+    ['b', 'evil', '\'=HYPERLINK("http://x.test","click")'],
+  ]);
+  assert.equal(sheet.getCell('C3').formula, undefined, 'no cell is a formula');
+});
+
+test('refused up front, nothing kept: a template without {text}, a missing column (the columns found listed), a PNG, an oversized file, no file', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { documents: { maxBytes: 64 * 1024, maxUncompressedBytes: 1 << 20, maxZipEntries: 100, maxCompressionRatio: 100, maxTextChars: 1 << 20 } } as never);
+  const { keys } = await modulesCast(app);
+  const noPlaceholder = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'r.csv', { input_column: 'review', prompt_template: 'Classify this' });
+  assertCode(noPlaceholder, 422, 'validation_error');
+  assert.match(noPlaceholder.body, /\{text\}/);
+  const noColumn = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'r.csv', { input_column: 'comment', prompt_template: '{text}' });
+  assertCode(noColumn, 422, 'validation_error');
+  assert.deepEqual(noColumn.json().columns, ['id', 'review']);
+  assert.match(noColumn.json().detail, /its columns are: id, review/);
+  assertCode(await submit(app, keys.ownerA.key, makePng(), 'r.csv'), 415, 'unsupported_media_type');
+  assertCode(await submit(app, keys.ownerA.key, makeCsv(ROWS), 'r.xlsx'), 415, 'unsupported_media_type');
+  assertCode(await submit(app, keys.ownerA.key, Buffer.alloc(100 * 1024, 'a,b\n'), 'big.csv'), 413, 'payload_too_large');
+  const form = multipartForm(FIELDS);
+  const noFile = await app.inject({ method: 'POST', url: '/v1/bulk/submit', payload: form.payload, headers: { ...form.headers, authorization: `Bearer ${keys.ownerA.key}` } });
+  assertCode(noFile, 422, 'validation_error');
+  const json = await call(app, keys.ownerA.key, 'POST', '/v1/bulk/submit', { file: 'x' });
+  assert.equal(json.statusCode, 415);
+  assert.equal(fake.seen.length, 0);
+  assert.deepEqual(uploads(app), []);
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from bulk_jobs'))[0]!.n, 0);
+});
+
+test('without AI_BASE_URL a bulk job is refused with 503 and nothing is kept', async (t) => {
+  const app = await buildWithAi(t, {});
+  const { keys } = await modulesCast(app);
+  assertCode(await submit(app, keys.ownerA.key, makeCsv(ROWS), 'r.csv'), 503, 'ai_provider_not_configured');
+  assert.deepEqual(uploads(app), []);
+});
+
+test('an unreadable file fails the whole job (status failed with its error), charging nothing', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  // A readable header, then a quote that never closes: csv-parse fails past the header.
+  const broken = Buffer.from(`id,review\n1,"never closed\n${'x,y\n'.repeat(10)}`);
+  const res = await submit(app, keys.ownerA.key, broken, 'broken.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const status = await finished(app, keys.ownerA.key, res.json().job_id);
+  assert.equal(status.status, 'failed');
+  assert.match(String(status.error), /not a readable CSV/);
+  assert.equal(fake.seen.length, 0);
+  assertCode(await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${res.json().job_id}`), 409, 'job_not_finished');
+});
+
+test('when credits run out mid-job the remaining rows fail with CREDIT_EXHAUSTED, and the job still completes with counts that say so', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_MAX_OUTPUT_TOKENS: '16' }, { bulk: { concurrency: 1, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { a, keys } = await modulesCast(app);
+  // Leave 3 credits: each row holds 1 (its prompt and 16 output tokens at 5 credits per 1,000).
+  await inContext(app.kernel.orm, () => app.domains.billing.ledger.revoke({ kind: 'user', isSuperadmin: true } as never, a.companyId, { credits: 1997, reason: 'test' }, 'revoke-1'));
+  const rows = [['review'], ...Array.from({ length: 6 }, (_, i) => [`row ${i + 1}`])];
+  const res = await submit(app, keys.ownerA.key, makeCsv(rows), 'r.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const status = await finished(app, keys.ownerA.key, res.json().job_id);
+  assert.equal(status.status, 'completed');
+  assert.equal(status.total_rows, 6);
+  assert.equal(status.rows_completed, 3);
+  assert.equal(status.rows_failed, 3);
+  const failed = await sql<{ error: string }>(app, "select error from bulk_rows where status = 'failed'");
+  assert.ok(failed.every((r) => /^CREDIT_EXHAUSTED: needs 1 credits; balance 0/.test(r.error)), JSON.stringify(failed));
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 0);
+  assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
+  await assertLedgerAddsUp(app);
+});
+
+test('a row the provider keeps failing fails alone (retried first), its hold returned; the others complete', async (t) => {
+  const fake = await fakeOpenAi(t, (request) => (request.messages.at(-1)!.content!.includes('bad') ? { status: 500 } : { content: 'fine', usage: { prompt: 10, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 2, rowAttempts: 2, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { keys } = await modulesCast(app);
+  const res = await submit(app, keys.ownerA.key, makeCsv([['review'], ['good'], ['bad'], ['good too']]), 'r.csv');
+  const status = await finished(app, keys.ownerA.key, res.json().job_id);
+  assert.deepEqual([status.status, status.rows_completed, status.rows_failed, status.credits_used], ['completed', 2, 1, 2]);
+  assert.equal(fake.seen.filter((s) => s.messages.at(-1)!.content!.includes('bad')).length, 2, 'the failing row was tried twice');
+  const [row] = await sql<{ error: string }>(app, "select error from bulk_rows where status = 'failed'");
+  assert.match(row!.error, /^ai_provider_error/);
+  assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
+  await assertLedgerAddsUp(app);
+});
+
+test('NDJSON rows: the stream follows a running job in row order and ends with it; ?after=N resumes after row N', async (t) => {
+  const fake = await fakeOpenAi(t, (request) => ({ content: `out:${request.messages.at(-1)!.content}`, delayMs: 30, usage: { prompt: 5, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 3, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { tokens } = await modulesCast(app);
+  const form = multipartForm({ input_column: 'q', prompt_template: '{text}' }, { content: makeCsv([['q'], ...Array.from({ length: 12 }, (_, i) => [`q${i + 1}`])]), filename: 'q.csv' });
+  const created = await app.inject({ method: 'POST', url: '/v1/bulk/jobs', payload: form.payload, headers: { ...form.headers, authorization: `Bearer ${tokens.ownerA}` } });
+  assert.equal(created.statusCode, 202, created.body);
+  const id = created.json().job_id as string;
+  // Asked at once, while the job runs: the stream waits for rows and ends when the job does.
+  const live = await app.inject({ method: 'GET', url: `/v1/bulk/jobs/${id}/rows`, headers: { authorization: `Bearer ${tokens.ownerA}` } });
+  assert.equal(live.statusCode, 200);
+  assert.match(live.headers['content-type'] as string, /^application\/x-ndjson/);
+  const lines = live.body.trim().split('\n').map((l) => JSON.parse(l) as { row: number; status: string; input: string; output: string });
+  assert.deepEqual(lines.map((l) => l.row), Array.from({ length: 12 }, (_, i) => i + 1));
+  assert.ok(lines.every((l) => l.status === 'completed' && l.output === `out:${l.input}`));
+  const job = await call(app, tokens.ownerA, 'GET', `/v1/bulk/jobs/${id}`);
+  assert.equal(job.json().status, 'completed');
+  const resumed = await app.inject({ method: 'GET', url: `/v1/bulk/jobs/${id}/rows?after=9`, headers: { authorization: `Bearer ${tokens.ownerA}` } });
+  assert.deepEqual(resumed.body.trim().split('\n').map((l) => JSON.parse(l).row), [10, 11, 12]);
+  assertCode(await call(app, tokens.ownerA, 'GET', `/v1/bulk/jobs/${id}/rows?after=-1`), 422, 'validation_error');
+});
+
+test('cancel: a running bulk job stops, its unsent rows cost nothing, no hold stays; cancelling again is 409', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'slow', delayMs: 150, usage: { prompt: 5, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 1, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { a, keys } = await modulesCast(app);
+  const res = await submit(app, keys.ownerA.key, makeCsv([['review'], ...Array.from({ length: 20 }, (_, i) => [`r${i}`])]), 'r.csv');
+  const id = res.json().job_id as string;
+  for (let i = 0; i < 100 && fake.seen.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  const cancelled = await call(app, keys.ownerA.key, 'POST', `/v1/bulk/cancel/${id}`);
+  assert.equal(cancelled.statusCode, 200, cancelled.body);
+  assert.equal(cancelled.json().status, 'cancelled');
+  await app.kernel.worker.drain();
+  const status = await finished(app, keys.ownerA.key, id);
+  assert.equal(status.status, 'cancelled');
+  assert.ok((status.rows_completed as number) < 20);
+  assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000 - (status.credits_used as number));
+  assertCode(await call(app, keys.ownerA.key, 'POST', `/v1/bulk/cancel/${id}`), 409, 'job_finished');
+  // A cancelled job's file holds what was done; the rest say so.
+  const file = parse((await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`)).body) as string[][];
+  assert.equal(file.length, 21);
+  assert.ok(file.slice(1).some((r) => r[1] === '' && /cancelled/.test(r[2]!)), JSON.stringify(file));
+  await assertLedgerAddsUp(app);
+});
+
+test('isolation: another company\'s bulk job is 404 on every path, a member sees only their own, and lists hold only one\'s own', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys, tokens } = await modulesCast(app);
+  const res = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'r.csv');
+  const id = res.json().job_id as string;
+  await app.kernel.worker.drain();
+  for (const [method, url] of [
+    ['GET', `/v1/bulk/status/${id}`],
+    ['GET', `/v1/bulk/download/${id}`],
+    ['POST', `/v1/bulk/cancel/${id}`],
+  ] as const) {
+    assertCode(await call(app, keys.ownerB.key, method, url), 404, 'not_found');
+    assertCode(await call(app, keys.memberA.key, method, url), 404, 'not_found');
+  }
+  for (const [method, url] of [
+    ['GET', `/v1/bulk/jobs/${id}`],
+    ['GET', `/v1/bulk/jobs/${id}/rows`],
+    ['GET', `/v1/bulk/jobs/${id}/download`],
+    ['POST', `/v1/bulk/jobs/${id}/cancel`],
+  ] as const) {
+    assertCode(await call(app, tokens.ownerB, method, url), 404, 'not_found');
+    assertCode(await call(app, tokens.memberA, method, url), 404, 'not_found');
+  }
+  // The company's owner sees it over the platform API; a company key too.
+  assert.equal((await call(app, tokens.ownerA, 'GET', `/v1/bulk/jobs/${id}`)).statusCode, 200);
+  const companyKey = await createCompanyKey(app, a.companyId);
+  assert.equal((await call(app, companyKey.key, 'GET', `/v1/bulk/jobs/${id}`)).statusCode, 200);
+  assert.equal((await call(app, keys.ownerA.key, 'GET', '/v1/bulk/list')).json().total, 1);
+  assert.equal((await call(app, keys.memberA.key, 'GET', '/v1/bulk/list')).json().total, 0);
+  assert.equal((await call(app, tokens.ownerB, 'GET', '/v1/bulk/jobs')).json().total, 0);
+  // The surfaces keep their credentials: a module key on the platform path and a user token on the modules path are 401.
+  assert.equal((await call(app, keys.ownerA.key, 'GET', `/v1/bulk/jobs/${id}`)).statusCode, 401);
+  assert.equal((await call(app, tokens.ownerA, 'GET', `/v1/bulk/status/${id}`)).statusCode, 401);
+  // A key without the bulk scope is 403.
+  const chatOnly = await moduleKey(app, tokens.ownerA, ['chat'], 'chat only');
+  const refused = await submit(app, chatOnly.key, makeCsv(ROWS), 'r.csv');
+  assertCode(refused, 403, 'insufficient_scope');
+  assertCode(await call(app, chatOnly.key, 'GET', `/v1/bulk/status/${id}`), 403, 'insufficient_scope');
+  assert.deepEqual(uploads(app), []);
+});
+
+test('the platform API takes CSV from a company key and refuses .xlsx (415); bulk.job.completed carries the counts', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a } = await modulesCast(app);
+  const companyKey = await createCompanyKey(app, a.companyId);
+  const events: unknown[] = [];
+  const stop = app.kernel.events.subscribe('bulk.job.completed', (e) => events.push(e));
+  t.after(stop);
+  assertCode(await submit(app, companyKey.key, await makeXlsx({ S: [['review'], ['x']] }), 'r.xlsx', FIELDS, '/v1/bulk/jobs'), 415, 'unsupported_media_type');
+  const res = await submit(app, companyKey.key, makeCsv(ROWS), 'r.csv', FIELDS, '/v1/bulk/jobs');
+  assert.equal(res.statusCode, 202, res.body);
+  const id = res.json().job_id as string;
+  const status = await finished(app, companyKey.key, id, `/v1/bulk/jobs/${id}`);
+  assert.equal(status.status, 'completed');
+  assert.equal((await call(app, companyKey.key, 'GET', '/v1/bulk/jobs')).json().total, 1);
+  assert.equal(events.length, 1);
+  const event = events[0] as { type: string; company_id: string; data: unknown; id: string; created_at: string };
+  assert.equal(event.type, 'bulk.job.completed');
+  assert.equal(event.company_id, a.companyId);
+  assert.deepEqual(event.data, { job_id: id, total_rows: 3, rows_completed: 3, rows_failed: 0 });
+  assert.ok(event.id && !Number.isNaN(Date.parse(event.created_at)));
+});
+
+test('GraphQL: a signed-in user submits CSV text, reads the job and its rows, through the same service', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { tokens } = await modulesCast(app);
+  const created = await gql(app, tokens.ownerA, 'mutation($i: BulkCsvInput!) { submitBulkJob(input: $i) { id status format } }', {
+    i: { csv: makeCsv(ROWS).toString(), inputColumn: 'review', promptTemplate: 'Classify the sentiment of: {text}' },
+  });
+  assert.equal(created.errors, undefined, JSON.stringify(created.errors));
+  const id = (created.data!.submitBulkJob as { id: string }).id;
+  await app.kernel.worker.drain();
+  const read = await gql(app, tokens.ownerA, 'query($id: ID!) { bulkJob(id: $id) { status rowsCompleted } bulkJobRows(id: $id, after: 1) { row output } }', { id });
+  assert.deepEqual(read.data, { bulkJob: { status: 'completed', rowsCompleted: 3 }, bulkJobRows: [{ row: 2, output: 'label:Terrible service' }, { row: 3, output: 'label:It was fine' }] });
+  const bad = await gql(app, tokens.ownerA, 'mutation($i: BulkCsvInput!) { submitBulkJob(input: $i) { id } }', { i: { csv: 'a,b\n1,2', inputColumn: 'c', promptTemplate: '{text}' } });
+  assert.equal(bad.errors?.[0]?.extensions?.code, 'validation_error');
+});
