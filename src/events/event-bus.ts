@@ -1,4 +1,4 @@
-import { EventEmitter, on } from 'node:events';
+import { EventEmitter } from 'node:events';
 
 /**
  * Every event the domains publish, by topic. Empty here: each domain adds its
@@ -41,31 +41,58 @@ export class MemoryEventBus implements EventBus {
     return () => this.emitter.off(topic, listener);
   }
 
-  /**
-   * Written by hand rather than as an async generator: a generator parked on
-   * "next event" cannot run `return()` until another event arrives, which
-   * would leak a listener per closed subscription. Here `return()` detaches
-   * at once.
-   */
   iterate<T extends Topic>(topic: T, filter: (payload: EventMap[T]) => boolean): AsyncIterableIterator<EventMap[T]> {
-    const inner = on(this.emitter, topic) as AsyncIterableIterator<[EventMap[T]]>;
-    const iterator: AsyncIterableIterator<EventMap[T]> = {
-      async next() {
-        for (;;) {
-          const result = await inner.next();
-          if (result.done) return { done: true, value: undefined };
-          const [payload] = result.value;
-          if (filter(payload)) return { done: false, value: payload };
-        }
-      },
-      async return() {
-        await inner.return?.();
-        return { done: true, value: undefined };
-      },
-      [Symbol.asyncIterator]() {
-        return iterator;
-      },
-    };
-    return iterator;
+    return queueIterator<EventMap[T]>((push) => this.subscribe(topic, (payload) => filter(payload) && push(payload)));
   }
+}
+
+/**
+ * An async iterator over values pushed by listeners that `attach` sets up
+ * (it returns their detach). Written by hand rather than as an async
+ * generator or with `events.on`: a generator parked on "next value" cannot
+ * run `return()` until another value arrives (a listener leaked per closed
+ * subscription), and `events.on` allocates a 2,048-slot queue and an abort
+ * listener per iterator, which ten thousand dashboards feel. Here `return()`
+ * detaches at once, and an idle subscriber costs a closure and an empty array.
+ */
+export function queueIterator<T>(attach: (push: (value: T) => void) => () => void): AsyncIterableIterator<T> {
+  const queue: T[] = [];
+  let waiting: ((result: IteratorResult<T>) => void) | null = null;
+  let done = false;
+  const detach = attach((value) => {
+    if (done) return;
+    if (waiting) {
+      const resolve = waiting;
+      waiting = null;
+      resolve({ done: false, value });
+    } else queue.push(value);
+  });
+  const finish = (): IteratorResult<T> => {
+    if (!done) {
+      done = true;
+      detach();
+      queue.length = 0;
+      waiting?.({ done: true, value: undefined });
+      waiting = null;
+    }
+    return { done: true, value: undefined };
+  };
+  const iterator: AsyncIterableIterator<T> = {
+    next() {
+      if (queue.length) return Promise.resolve({ done: false, value: queue.shift()! });
+      if (done) return Promise.resolve({ done: true, value: undefined });
+      return new Promise((resolve) => (waiting = resolve));
+    },
+    return() {
+      return Promise.resolve(finish());
+    },
+    throw(error?: unknown) {
+      finish();
+      return Promise.reject(error);
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return iterator;
 }

@@ -5,48 +5,13 @@ import { AppError } from '../../src/errors/catalog';
 import type { ResearchApi, ResearchJobView, ResearchService } from '../../src/domains/research';
 import type { BulkApi, BulkJobView, BulkService } from '../../src/domains/bulk';
 import type { GraphQLContext } from '../context';
+import { queueIterator } from '../../src/events/event-bus';
 import { BulkCsvInput, BulkJobPageType, BulkJobType, BulkRowType, JobUpdateType, ResearchInput, ResearchJobPageType, ResearchJobType } from './jobs.types';
 
 type Update = { kind: 'research'; jobId: string; status: string; research: ResearchJobView; bulk: null } | { kind: 'bulk'; jobId: string; status: string; research: null; bulk: BulkJobView };
 
 const researchUpdate = (job: ResearchJobView): Update => ({ kind: 'research', jobId: job.id, status: job.status, research: job, bulk: null });
 const bulkUpdate = (job: BulkJobView): Update => ({ kind: 'bulk', jobId: job.id, status: job.status, research: null, bulk: job });
-
-/** Two event streams as one; returning it returns both (detaching their listeners). */
-function merge<T>(...sources: AsyncIterableIterator<T>[]): AsyncIterableIterator<T> {
-  const pending = new Map<number, Promise<{ i: number; r: IteratorResult<T> }>>();
-  const pull = (i: number) => pending.set(i, sources[i]!.next().then((r) => ({ i, r })));
-  sources.forEach((_, i) => pull(i));
-  const iterator: AsyncIterableIterator<T> = {
-    async next() {
-      while (pending.size) {
-        const { i, r } = await Promise.race(pending.values());
-        if (r.done) {
-          pending.delete(i);
-          continue;
-        }
-        pull(i);
-        return { done: false, value: r.value };
-      }
-      return { done: true, value: undefined };
-    },
-    async return() {
-      pending.clear();
-      await Promise.all(sources.map((s) => s.return?.()));
-      return { done: true, value: undefined };
-    },
-    [Symbol.asyncIterator]: () => iterator,
-  };
-  return iterator;
-}
-
-async function* mapped<T, U>(source: AsyncIterableIterator<T>, fn: (value: T) => U): AsyncGenerator<U> {
-  try {
-    for await (const value of source) yield fn(value);
-  } finally {
-    await source.return?.();
-  }
-}
 
 /**
  * Research and bulk jobs for signed-in users, company API keys (over the
@@ -149,8 +114,8 @@ export class JobsResolver {
       const ctx = context as GraphQLContext;
       const self = ctx.container.get(JobsResolver);
       const id = (args as { id: string }).id;
-      if (await self.research.exists(ctx.principal, id)) return mapped(self.research.follow(ctx.principal, id), (e) => researchUpdate(e.job));
-      if (self.bulk.exists(ctx.principal, id)) return mapped(self.bulk.followJobs(ctx.principal, id), (e) => bulkUpdate(e.job));
+      if (await self.research.exists(ctx.principal, id)) return queueIterator<Update>((push) => self.research.watch(ctx.principal, id, (job) => push(researchUpdate(job))));
+      if (self.bulk.exists(ctx.principal, id)) return queueIterator<Update>((push) => self.bulk.watch(ctx.principal, id, (job) => push(bulkUpdate(job))));
       throw new AppError('not_found', 'No research or bulk job with this id');
     },
   })
@@ -164,7 +129,15 @@ export class JobsResolver {
     subscribe: ({ context }) => {
       const ctx = context as GraphQLContext;
       const self = ctx.container.get(JobsResolver);
-      return merge<Update>(mapped(self.research.follow(ctx.principal), (e) => researchUpdate(e.job)), mapped(self.bulk.followJobs(ctx.principal), (e) => bulkUpdate(e.job)));
+      // One queue fed by both kinds: no iterator per kind, no merging.
+      return queueIterator<Update>((push) => {
+        const research = self.research.watch(ctx.principal, undefined, (job) => push(researchUpdate(job)));
+        const bulk = self.bulk.watch(ctx.principal, undefined, (job) => push(bulkUpdate(job)));
+        return () => {
+          research();
+          bulk();
+        };
+      });
     },
   })
   companyJobProgress(@Root() update: Update): Update {

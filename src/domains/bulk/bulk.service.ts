@@ -328,10 +328,12 @@ export class BulkService {
     };
   }
 
-  /** Each change of the caller's visible jobs, live (one job with `id`). */
-  followJobs(principal: Principal, id?: string): AsyncIterableIterator<{ companyId: string; userId: string | null; job: BulkJobView }> {
+  /** Calls `listener` with each change of the caller's visible jobs (one job with `id`) until the returned detach is called. */
+  watch(principal: Principal, id: string | undefined, listener: (job: BulkJobView) => void): () => void {
     const caller = requireJobCaller(principal, 'bulk');
-    return this.events.iterate('bulk.updated', (e) => canSeeJob(caller, e) && (id === undefined || e.job.id === id));
+    return this.events.subscribe('bulk.updated', (e) => {
+      if (canSeeJob(caller, e) && (id === undefined || e.job.id === id)) listener(e.job);
+    });
   }
 
   exists(principal: Principal, id: string): boolean {
@@ -480,24 +482,32 @@ export class BulkService {
       return;
     }
     let failure: unknown;
-    for (let attempt = 1; attempt <= this.config.rowAttempts; attempt++) {
-      try {
-        const reply = await this.ai.engine.complete({ model, messages, maxTokens, signal });
-        const tokens = reply.usage.totalTokens;
-        const credits = creditsFor(tokens, model);
-        await this.ai.credits.commit(hold, { credits, tokens, model: model.id }, (sql, now) => {
-          const output = reply.content.trim();
-          if (sql.run("update bulk_rows set status = 'completed', output = ?, tokens = ?, credits = ?, finished_at = ? where job_id = ? and idx = ? and status = 'pending'", output, tokens, Math.min(credits, hold.credits), now, job.id, row.idx).changes) {
-            sql.run('update bulk_jobs set rows_completed = rows_completed + 1, credits_used = credits_used + ?, updated_at = ? where id = ?', Math.min(credits, hold.credits), now, job.id);
-          }
-        });
-        this.progress(job.id);
-        return;
-      } catch (error) {
-        failure = error;
-        if (signal.aborted || !retryable(error) || attempt === this.config.rowAttempts) break;
-        await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)));
+    // The SDK listens on the signal it is given and never lets go: each row gets its own, linked to the job's for as long as the row runs.
+    const rowAbort = new AbortController();
+    const stop = () => rowAbort.abort();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      for (let attempt = 1; attempt <= this.config.rowAttempts; attempt++) {
+        try {
+          const reply = await this.ai.engine.complete({ model, messages, maxTokens, signal: rowAbort.signal });
+          const tokens = reply.usage.totalTokens;
+          const credits = creditsFor(tokens, model);
+          await this.ai.credits.commit(hold, { credits, tokens, model: model.id }, (sql, now) => {
+            const output = reply.content.trim();
+            if (sql.run("update bulk_rows set status = 'completed', output = ?, tokens = ?, credits = ?, finished_at = ? where job_id = ? and idx = ? and status = 'pending'", output, tokens, Math.min(credits, hold.credits), now, job.id, row.idx).changes) {
+              sql.run('update bulk_jobs set rows_completed = rows_completed + 1, credits_used = credits_used + ?, updated_at = ? where id = ?', Math.min(credits, hold.credits), now, job.id);
+            }
+          });
+          this.progress(job.id);
+          return;
+        } catch (error) {
+          failure = error;
+          if (signal.aborted || !retryable(error) || attempt === this.config.rowAttempts) break;
+          await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)));
+        }
       }
+    } finally {
+      signal.removeEventListener('abort', stop);
     }
     if (signal.aborted) {
       // Cancelled: the row is not run and its hold goes back. A lost lease keeps the hold for the worker that goes on (same key).

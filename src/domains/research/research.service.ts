@@ -211,10 +211,12 @@ export class ResearchService {
     }
   }
 
-  /** Each change of the caller's visible jobs, live (one job with `id`). */
-  follow(principal: Principal, id?: string): AsyncIterableIterator<{ companyId: string; userId: string | null; job: ResearchJobView }> {
+  /** Calls `listener` with each change of the caller's visible jobs (one job with `id`) until the returned detach is called. */
+  watch(principal: Principal, id: string | undefined, listener: (job: ResearchJobView) => void): () => void {
     const caller = requireJobCaller(principal, 'research');
-    return this.events.iterate('research.updated', (e) => canSeeJob(caller, e) && (id === undefined || e.job.id === id));
+    return this.events.subscribe('research.updated', (e) => {
+      if (canSeeJob(caller, e) && (id === undefined || e.job.id === id)) listener(e.job);
+    });
   }
 
   /** Whether `id` is a research job the caller may see (for a subscription to pick its source). */
