@@ -109,10 +109,10 @@ async function rows(request: FastifyRequest, reply: FastifyReply) {
   const { id } = request.params as { id: string };
   const after = (request.query as { after?: number }).after ?? 0;
   const bulk = request.server.domains.bulk.bulk;
+  // Access first, so a refusal is still a problem document; then the headers go out at once, rows or not.
+  await bulk.get(request.principal, id);
   const stop = new AbortController();
   const iterator = bulk.follow(request.principal, id, after, stop.signal);
-  // The first step checks access, so a refusal is still a problem document.
-  const first = await iterator.next();
   const raw = reply.raw;
   reply.hijack();
   raw.writeHead(200, {
@@ -123,7 +123,7 @@ async function rows(request: FastifyRequest, reply: FastifyReply) {
   });
   raw.on('close', () => stop.abort());
   try {
-    if (!first.done) raw.write(rowLine(first.value));
+    raw.flushHeaders();
     for await (const row of iterator) {
       if (!raw.write(rowLine(row))) await once(raw, 'drain', { signal: stop.signal });
     }

@@ -175,7 +175,7 @@ export function loadKernelConfig(env: Env): KernelConfig {
     mailRetrySeconds: int(env, 'MAIL_RETRY_SECONDS', 300),
     jobs: {
       pollMs: int(env, 'JOB_POLL_MS', 1000, 10),
-      concurrency: int(env, 'JOB_CONCURRENCY', 2, 1),
+      concurrency: int(env, 'JOB_CONCURRENCY', 8, 1),
       leaseSeconds: int(env, 'JOB_LEASE_SECONDS', 60, 1),
       maxAttempts: int(env, 'JOB_MAX_ATTEMPTS', 5, 1),
       retryBaseSeconds: int(env, 'JOB_RETRY_BASE_SECONDS', 10, 1),

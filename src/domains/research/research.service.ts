@@ -249,7 +249,11 @@ export class ResearchService {
     try {
       await this.advance(job, signal);
     } catch (error) {
-      if (abort.signal.aborted) return; // cancelled meanwhile: the cancellation settled everything
+      if (abort.signal.aborted) {
+        // Cancelled meanwhile: the cancellation settled everything, and this step's changes are dropped.
+        em.clear();
+        return;
+      }
       const retry = !(isAppError(error) && error.status < 500) && run.attempt < run.maxAttempts;
       if (retry) throw error;
       em.clear();
