@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import type { AddressInfo } from 'node:net';
+import WebSocket from 'ws';
+import { createClient } from 'graphql-ws';
 import type { FastifyInstance } from 'fastify';
 import ExcelJS from 'exceljs';
 import { parse } from 'csv-parse/sync';
@@ -311,4 +314,60 @@ test('GraphQL: a signed-in user submits CSV text, reads the job and its rows, th
   assert.deepEqual(read.data, { bulkJob: { status: 'completed', rowsCompleted: 3 }, bulkJobRows: [{ row: 2, output: 'label:Terrible service' }, { row: 3, output: 'label:It was fine' }] });
   const bad = await gql(app, tokens.ownerA, 'mutation($i: BulkCsvInput!) { submitBulkJob(input: $i) { id } }', { i: { csv: 'a,b\n1,2', inputColumn: 'c', promptTemplate: '{text}' } });
   assert.equal(bad.errors?.[0]?.extensions?.code, 'validation_error');
+});
+
+test('companyJobProgress over graphql-ws: bulk counts at most four times a second, the final state always, nothing to another company', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok', delayMs: 10, usage: { prompt: 5, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 2, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as AddressInfo).port;
+  const { keys, tokens } = await modulesCast(app);
+  const socket = (token: string) => {
+    const client = createClient({ url: `ws://127.0.0.1:${port}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0, lazy: true });
+    t.after(() => client.dispose());
+    return client;
+  };
+  const updates: { at: number; status: string; bulk: { rowsCompleted: number; totalRows: number } }[] = [];
+  const theirs: unknown[] = [];
+  const subscribed = (client: ReturnType<typeof socket>, sink: (v: unknown) => void) =>
+    new Promise<void>((resolve) => {
+      client.on('connected', () => setTimeout(resolve, 100));
+      client.subscribe({ query: 'subscription { companyJobProgress { kind status bulk { rowsCompleted totalRows } } }' }, { next: (v) => sink(v.data), error: () => undefined, complete: () => undefined });
+    });
+  await subscribed(socket(tokens.ownerA), (v) => updates.push({ at: Date.now(), ...(v as { companyJobProgress: Omit<(typeof updates)[number], 'at'> }).companyJobProgress }));
+  await subscribed(socket(tokens.ownerB), (v) => theirs.push(v));
+  const started = Date.now();
+  const res = await submit(app, keys.ownerA.key, makeCsv([['review'], ...Array.from({ length: 80 }, (_, i) => [`r${i}`])]), 'r.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  await app.kernel.worker.drain();
+  for (let i = 0; i < 100 && updates.at(-1)?.status !== 'completed'; i++) await new Promise((r) => setTimeout(r, 20));
+  const seconds = (Date.now() - started) / 1000;
+  assert.equal(updates.at(-1)!.status, 'completed');
+  assert.equal(updates.at(-1)!.bulk.rowsCompleted, 80);
+  const counting = updates.filter((u) => u.status === 'running');
+  assert.ok(counting.length >= 1, 'counts were reported while running');
+  // State changes (queued, running, completed) plus at most four count updates a second.
+  assert.ok(counting.length <= Math.ceil(seconds * 4) + 2, `${counting.length} running updates in ${seconds.toFixed(2)} s`);
+  assert.deepEqual(theirs, []);
+});
+
+test('stopping the server mid-job does not wait for every row: the job stays running with its rows pending for the next start, nothing charged twice', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok', delayMs: 25, usage: { prompt: 5, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 1, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { keys } = await modulesCast(app);
+  const res = await submit(app, keys.ownerA.key, makeCsv([['review'], ...Array.from({ length: 400 }, (_, i) => [`r${i}`])]), 'r.csv');
+  const id = res.json().job_id as string;
+  for (let i = 0; i < 200 && fake.seen.length < 5; i++) await new Promise((r) => setTimeout(r, 10));
+  const started = Date.now();
+  await app.kernel.worker.stop();
+  assert.ok(Date.now() - started < 2000, `stop took ${Date.now() - started} ms`);
+  const [job] = await sql<{ status: string; rows_completed: number }>(app, 'select status, rows_completed from bulk_jobs where id = ?', [id]);
+  assert.equal(job!.status, 'running');
+  assert.ok(job!.rows_completed < 400);
+  const [run] = await sql<{ completed_at: number | null; last_error: string | null }>(app, "select completed_at, last_error from jobs where kind = 'bulk.process'");
+  assert.equal(run!.completed_at, null, 'the job is not marked done: the next start goes on with it');
+  assert.match(run!.last_error ?? '', /stopped before its rows were done/);
+  const committed = (await sql<{ n: number }>(app, "select count(*) as n from credit_holds where feature = 'bulk' and status = 'committed'"))[0]!.n;
+  assert.equal(committed, job!.rows_completed);
+  await assertLedgerAddsUp(app);
 });

@@ -12,7 +12,11 @@ export interface RunningJob {
   /** 1 on the first run; a run after a crash or a failure counts on. */
   readonly attempt: number;
   readonly maxAttempts: number;
-  /** Aborted when the lease is lost (another worker took the job over): stop early, nothing will commit. */
+  /**
+   * Aborted when the lease is lost (another worker took the job over:
+   * nothing will commit) or the process is stopping: stop early. A handler
+   * that has not finished its work then throws, so the job is retried.
+   */
   readonly signal: AbortSignal;
 }
 
@@ -80,6 +84,8 @@ export class JobWorker {
   private readonly retries = new Map<string, RetryPolicy>();
   private readonly schedules = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
+  /** The leases of the running handlers, aborted when the process stops. */
+  private readonly leases = new Set<AbortController>();
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<number> | undefined;
   private wakeQueued = false;
@@ -132,10 +138,11 @@ export class JobWorker {
     this.wake();
   }
 
-  /** Stops claiming and waits for the running handlers to finish. */
+  /** Stops claiming, tells the running handlers to stop (their signal), and waits for them to finish. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    for (const lease of this.leases) lease.abort();
     await this.ticking;
     await Promise.allSettled([...this.running]);
   }
@@ -200,6 +207,7 @@ export class JobWorker {
     const { job } = claim;
     const handler = this.handlers.get(job.kind)!;
     const lease = new AbortController();
+    this.leases.add(lease);
     let finished = false;
     const renewal = setInterval(() => {
       this.queue.renew(claim, this.options.leaseSeconds).then(
@@ -230,6 +238,7 @@ export class JobWorker {
     } finally {
       finished = true;
       clearInterval(renewal);
+      this.leases.delete(lease);
     }
     if (failure !== undefined) await this.recordFailure(claim, failure);
   }

@@ -428,7 +428,11 @@ export class BulkService {
         };
         await Promise.all(Array.from({ length: this.config.concurrency }, worker));
       }
-      if (signal.aborted) return; // cancelled (settled by cancel) or the lease was lost (another worker goes on)
+      if (signal.aborted) {
+        // Cancelled: the cancellation settled the job. Stopping, or the lease lost: the rows left wait for the next run.
+        if (run.signal.aborted) throw new Error('stopped before its rows were done (the process is stopping, or another worker took the job over)');
+        return;
+      }
       const reason = out.of ? `${out.of.code}: ${out.of.message}` : null;
       const finished = await this.writer.write((sql) => {
         const now = Date.now();
