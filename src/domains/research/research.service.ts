@@ -254,6 +254,8 @@ export class ResearchService {
         em.clear();
         return;
       }
+      // Stopping (or the lease lost) is no failure of the research: the step runs again.
+      if (run.signal.aborted) throw error;
       const retry = !(isAppError(error) && error.status < 500) && run.attempt < run.maxAttempts;
       if (retry) throw error;
       em.clear();
