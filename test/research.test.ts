@@ -240,6 +240,8 @@ test('a restart resumes a research job after its last finished step', async (t) 
         rateLimit: { windowSeconds: 60, authenticated: 10_000, moduleKey: 10_000, anonymous: 10_000, auth: 10_000, feedback: 10_000 },
         ai: loadAiConfig({ AI_BASE_URL: fake.url, WEB_SEARCH_URL: search.url, AI_MAX_RETRIES: '0' }).ai,
         ssrfAllowLoopback: true,
+        // A step the stop interrupted is retried a second later.
+        jobs: { pollMs: 50, concurrency: 2, leaseSeconds: 60, maxAttempts: 5, retryBaseSeconds: 1, retryMaxSeconds: 1, keepDoneSeconds: 86400 },
       } as never,
     });
   const first = await open();
@@ -263,8 +265,11 @@ test('a restart resumes a research job after its last finished step', async (t) 
 
   const second = await open();
   t.after(() => second.close());
-  await second.kernel.worker.drain();
-  const done = await call(second, keys.ownerA.key, 'GET', `/v1/research/status/${id}`);
+  let done = await call(second, keys.ownerA.key, 'GET', `/v1/research/status/${id}`);
+  for (let i = 0; i < 200 && done.json().status !== 'completed'; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    done = await call(second, keys.ownerA.key, 'GET', `/v1/research/status/${id}`);
+  }
   assert.equal(done.json().status, 'completed', done.body);
   assert.equal(fake.seen.filter((s) => s.messages[0]?.content?.startsWith('You plan')).length, planned, 'the plan was not made again');
   assert.equal(search.queries.length, searched, 'the searches were not run again');
