@@ -387,7 +387,8 @@ export class BulkService {
     const total = idx;
     await this.writer.write((sql) => sql.run('update bulk_jobs set total_rows = ?, upload_path = null, updated_at = ? where id = ?', total, Date.now(), job.id));
     await this.dropUpload(job);
-    this.jobs.enqueue(BULK_PROCESS, { jobId: job.id }, { dedupeKey: `${BULK_PROCESS}:${job.id}` });
+    // Each restart or lost lease counts an attempt; a long job may see many, and its rows are safe across them.
+    this.jobs.enqueue(BULK_PROCESS, { jobId: job.id }, { dedupeKey: `${BULK_PROCESS}:${job.id}`, maxAttempts: 100 });
     this.announce(job.id, true);
   }
 
