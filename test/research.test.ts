@@ -15,6 +15,7 @@ import { fakeOpenAi, fakeSearch, type FakeReply, type SeenRequest } from './fake
 import { assertLedgerAddsUp } from './ledger-helper';
 import { buildApp } from '../src/app';
 import { loadAiConfig } from '../src/domains/ai';
+import { inContext } from '../src/boot';
 
 // Real articles are longer than a headline; Readability weighs text length.
 const FILLER = Array.from({ length: 4 }, (_, i) => `<p>Paragraph ${i + 1} of the background: analysts, operators and households weighed costs, grid capacity and storage over the whole year, and the figures were checked against earlier reports.</p>`).join('');
@@ -319,4 +320,20 @@ test('GraphQL: startResearch runs the same service, and jobProgress streams its 
     socket(tokens.ownerB).subscribe({ query: `subscription { jobProgress(id: "${id}") { jobId } }` }, { next: resolve, error: resolve, complete: () => resolve(null) });
   });
   assert.match(JSON.stringify(refused), /not_found|No research or bulk job/);
+});
+
+test('a research job whose steps stopped running fails once past RESEARCH_TIMEOUT_SECONDS, and its credits return', async (t) => {
+  const { app } = await setup(t, {}, { delayMs: 60_000 });
+  const { a, keys } = await modulesCast(app);
+  const id = (await call(app, keys.ownerA.key, 'POST', '/v1/research/start', { query: 'q' })).json().job_id as string;
+  assert.equal(await inContext(app.kernel.orm, () => app.domains.research.research.expireOverdue()), 0, 'not overdue yet');
+  const later = new Date(Date.now() + (app.domains.research.config.timeoutSeconds + 1) * 1000);
+  assert.equal(await inContext(app.kernel.orm, () => app.domains.research.research.expireOverdue(later)), 1);
+  const status = (await call(app, keys.ownerA.key, 'GET', `/v1/research/status/${id}`)).json();
+  assert.equal(status.status, 'failed');
+  assert.match(status.error, /did not finish within 30 minutes/);
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000);
+  assert.equal(await held(app), 0);
+  await app.kernel.worker.stop();
+  await assertLedgerAddsUp(app);
 });

@@ -5,7 +5,7 @@ import { identityDomain } from '../identity';
 import { loadResearchConfig } from './config';
 import { researchMigrations } from './migrations';
 import { ResearchJob } from './research-job.entity';
-import { RESEARCH_STEP, ResearchService } from './research.service';
+import { RESEARCH_EXPIRY, RESEARCH_STEP, ResearchService } from './research.service';
 import './events';
 
 export { ResearchJob, researchDepths, researchLanguages, researchPhases, jobStates, type JobState, type ResearchDepth, type ResearchLanguage, type ResearchPhase } from './research-job.entity';
@@ -14,6 +14,7 @@ export {
   RESEARCH_DEPTHS,
   RESEARCH_QUERY_MAX,
   RESEARCH_STEP,
+  RESEARCH_EXPIRY,
   parsePlan,
   pickSources,
   type ResearchInput,
@@ -39,7 +40,13 @@ export const researchDomain = defineDomain({
     config: config.research,
     research: new ResearchService(kernel.orm, kernel.jobs, kernel.events, deps.ai, deps.catalog.models, config.research, kernel.config.ssrfAllowLoopback),
   }),
-  jobs: (api) => ({ [RESEARCH_STEP]: (payload: { researchId: string }, run) => api.research.step(payload, run) }),
+  jobs: (api) => ({
+    [RESEARCH_STEP]: (payload: { researchId: string }, run) => api.research.step(payload, run),
+    [RESEARCH_EXPIRY]: async () => {
+      await api.research.expireOverdue();
+    },
+  }),
+  schedules: () => [{ kind: RESEARCH_EXPIRY, everySeconds: 60 }],
 });
 
 export type ResearchApi = ApiOf<typeof researchDomain>;

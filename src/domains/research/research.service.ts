@@ -27,6 +27,8 @@ import {
 
 /** The job kind of one research step. */
 export const RESEARCH_STEP = 'research.step';
+/** The recurring job that fails research jobs past RESEARCH_TIMEOUT_SECONDS whose steps stopped running (their step job dead-lettered). */
+export const RESEARCH_EXPIRY = 'research.expiry';
 export const RESEARCH_QUERY_MAX = 2000;
 
 /**
@@ -426,6 +428,21 @@ export class ResearchService {
       afterCommit(em, () => this.announce(job, view));
       return view;
     });
+  }
+
+  /**
+   * Fails the jobs still queued or running past RESEARCH_TIMEOUT_SECONDS and
+   * returns their credits: a job whose step job was dead-lettered (its
+   * worker died on every attempt) runs no step that would notice.
+   */
+  async expireOverdue(now = new Date()): Promise<number> {
+    const overdue = await currentEm(this.orm).find(
+      ResearchJob,
+      { status: { $in: ['queued', 'running'] }, createdAt: { $lt: new Date(now.getTime() - this.config.timeoutSeconds * 1000) } },
+      { fields: ['id'], limit: 100 },
+    );
+    for (const { id } of overdue) await this.fail(id, `The research did not finish within ${Math.round(this.config.timeoutSeconds / 60)} minutes`);
+    return overdue.length;
   }
 
   private async fail(id: string, reason: string): Promise<void> {
