@@ -8,7 +8,7 @@ export interface ResearchConfig {
   timeoutSeconds: number;
   /** Per page fetch, redirects included (RESEARCH_PAGE_TIMEOUT_SECONDS, 10). */
   pageTimeoutMs: number;
-  /** Decoded bytes of one page at most (RESEARCH_PAGE_MAX_KB, 1024: text extraction runs on the event loop, about 0.5 s a MiB at worst); larger pages are skipped. */
+  /** Decoded bytes of one page at most (RESEARCH_PAGE_MAX_KB, 2048); larger pages are skipped. */
   pageMaxBytes: number;
   /** Characters of a page's text the summary reads (RESEARCH_PAGE_MAX_CHARS, 12000). */
   pageMaxChars: number;
@@ -20,7 +20,7 @@ export function loadResearchConfig(env: Env): { research: ResearchConfig } {
       maxConcurrent: int(env, 'RESEARCH_MAX_CONCURRENT', 3, 1),
       timeoutSeconds: int(env, 'RESEARCH_TIMEOUT_SECONDS', 1800, 60),
       pageTimeoutMs: int(env, 'RESEARCH_PAGE_TIMEOUT_SECONDS', 10, 1) * 1000,
-      pageMaxBytes: int(env, 'RESEARCH_PAGE_MAX_KB', 1024, 16) * 1024,
+      pageMaxBytes: int(env, 'RESEARCH_PAGE_MAX_KB', 2048, 16) * 1024,
       pageMaxChars: int(env, 'RESEARCH_PAGE_MAX_CHARS', 12_000, 500),
     },
   };
