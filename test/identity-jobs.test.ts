@@ -109,5 +109,6 @@ test('a serving boot schedules the mail, deletion, idle-session and cleanup swee
     'jobs.prune',
     'mail.housekeeping',
     'payments.monthly_allocation',
+    'research.expiry',
   ]);
 });
