@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin';
-import { Session } from 'node:inspector';
 import { performance } from 'node:perf_hooks';
+import { collectGarbage } from '../kernel/gc';
 
 /** How often the process looks at its memory and how busy it was. */
 const CHECK_EVERY_MS = 5_000;
@@ -35,7 +35,7 @@ export const memoryReliefPlugin = fp<{ checkEveryMs?: number; growthBytes?: numb
       if (rss < baseline) baseline = rss;
       if (idleLooks < IDLE_LOOKS || rss - baseline < growthBytes) return;
       idleLooks = 0;
-      collect().then(
+      collectGarbage().then(
         () => {
           baseline = process.memoryUsage.rss();
           last = performance.eventLoopUtilization();
@@ -48,16 +48,3 @@ export const memoryReliefPlugin = fp<{ checkEveryMs?: number; growthBytes?: numb
   },
   { name: 'atrium-memory-relief' },
 );
-
-function collect(): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const session = new Session();
-    session.connect();
-    session.post('HeapProfiler.collectGarbage', (error) => {
-      // Not from inside the session's own callback: disconnecting there hangs the thread.
-      setImmediate(() => session.disconnect());
-      if (error) reject(error);
-      else resolve();
-    });
-  });
-}
