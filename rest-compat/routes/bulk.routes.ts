@@ -67,6 +67,7 @@ async function readUpload(request: FastifyRequest): Promise<{ path: string; file
 
 function submitter(kinds: readonly TableKind[], answer: (job: BulkJobView) => unknown) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
+    request.server.domains.bulk.bulk.admit(request.principal);
     const upload = await readUpload(request);
     const job = await request.server.domains.bulk.bulk.submit(
       request.principal,

@@ -186,6 +186,12 @@ export class BulkService {
     return `${this.uploadDir}/${randomUUID()}.upload`;
   }
 
+  /** What a submission needs before its file is read (the caller's scope, a provider): an upload route checks it first, so a refusal costs no transfer. */
+  admit(principal: Principal): void {
+    requireJobCaller(principal, 'bulk');
+    this.ai.engine.requireConfigured();
+  }
+
   /**
    * Creates a job from an uploaded file: refused before anything is kept
    * without a provider (503), with a template lacking {text} or a column
