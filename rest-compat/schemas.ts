@@ -20,6 +20,28 @@ export const createdKeyAnswer = {
   },
 };
 
+/**
+ * An answer whose one member has another name than the derived body's,
+ * where two doors show one type (the AI-modules API's `job_id` for `id`,
+ * the platform API's `content` for a report): the body and its schema alike.
+ */
+export function renamedMember(from: string, to: string) {
+  return {
+    body: (derived: Record<string, unknown>) => {
+      const { [from]: moved, ...rest } = derived;
+      return { [to]: moved, ...rest };
+    },
+    schema: (derived: JsonSchema): JsonSchema => {
+      const s = derived as { properties?: Record<string, JsonSchema>; required?: string[] };
+      const properties = Object.fromEntries(Object.entries(s.properties ?? {}).map(([k, v]) => [k === from ? to : k, v]));
+      return { ...derived, properties, required: (s.required ?? []).map((k) => (k === from ? to : k)) } as JsonSchema;
+    },
+  };
+}
+
+/** The AI-modules API names a job's id `job_id` (ai-modules-api.md). */
+export const jobIdAnswer = renamedMember('id', 'job_id');
+
 export const actingCompany = () => query('company_id', { format: 'uuid', description: "Superadmins only: the company to act on (default: the caller's own)" });
 
 export const problemSchema: JsonSchema = {

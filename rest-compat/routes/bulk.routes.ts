@@ -8,7 +8,7 @@ import { AppError } from '../../src/errors/catalog';
 import { problemBody } from '../../src/host/problem';
 import { isAppError } from '../../src/errors/catalog';
 import type { BulkJobView, BulkRowView, TableKind } from '../../src/domains/bulk';
-import { researchAnswers } from './research.routes';
+import { jobIdAnswer } from '../schemas';
 
 const MODULES_KEY = 'Takes only an AI-modules key (Authorization: Bearer sk_live_svc_…) with the bulk scope; any other credential is 401.';
 const PLATFORM = "Takes a signed-in user's access token or a company API key (svc_…).";
@@ -196,7 +196,7 @@ export const bulkRoutes: RestRoute[] = [
     problems: { 404: 'No bulk job of yours with this id' },
     field: 'bulkJob',
     args: { id: path('job_id', { format: 'uuid' }) },
-    answer: researchAnswers.modules,
+    answer: jobIdAnswer,
   },
   {
     method: 'GET',
@@ -225,7 +225,7 @@ export const bulkRoutes: RestRoute[] = [
     problems: { 404: 'No bulk job of yours with this id', 409: 'job_finished' },
     field: 'cancelBulkJob',
     args: { id: path('job_id', { format: 'uuid' }) },
-    answer: researchAnswers.modules,
+    answer: jobIdAnswer,
   },
   {
     method: 'POST',

@@ -1,4 +1,5 @@
-import { body, path, type JsonSchema, type RestRoute } from '../route';
+import { body, path, type RestRoute } from '../route';
+import { jobIdAnswer, renamedMember } from '../schemas';
 import { pageArgs } from '../pagination';
 import { RESEARCH_DEPTHS, researchDepths } from '../../src/domains/research';
 
@@ -15,23 +16,8 @@ const HOW =
   'jobProgress GraphQL subscription.';
 const PROBLEMS = { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 429: 'job_limit_reached', 503: 'ai_provider_not_configured or web_search_not_configured' };
 
-/** A derived body with `id` under another name (the AI-modules API's job_id). */
-function renamed(schema: JsonSchema, from: string, to: string, drop: string[] = []): JsonSchema {
-  const s = schema as { properties?: Record<string, JsonSchema>; required?: string[] };
-  const properties = Object.fromEntries(Object.entries(s.properties ?? {}).filter(([k]) => !drop.includes(k)).map(([k, v]) => [k === from ? to : k, v]));
-  const required = (s.required ?? []).filter((k) => !drop.includes(k)).map((k) => (k === from ? to : k));
-  return { ...schema, properties, required } as JsonSchema;
-}
-
-function rename<T extends Record<string, unknown>>(value: T, from: string, to: string): Record<string, unknown> {
-  const { [from]: moved, ...rest } = value;
-  return { [to]: moved, ...rest };
-}
-
-export const researchAnswers = {
-  modules: { body: (d: Record<string, unknown>) => rename(d, 'id', 'job_id'), schema: (s: JsonSchema) => renamed(s, 'id', 'job_id') },
-  platform: { body: (d: Record<string, unknown>) => rename(d, 'report', 'content'), schema: (s: JsonSchema) => renamed(s, 'report', 'content') },
-};
+/** The platform API names a report's text `content`. */
+const contentAnswer = renamedMember('report', 'content');
 
 /** Research jobs: the AI-modules API's /research/start and /research/status, and the platform API's /research. */
 export const researchRoutes: RestRoute[] = [
@@ -47,7 +33,7 @@ export const researchRoutes: RestRoute[] = [
     problems: { ...PROBLEMS, 403: 'The key lacks the research scope' },
     field: 'startResearch',
     args: { input: body() },
-    answer: researchAnswers.modules,
+    answer: jobIdAnswer,
   },
   {
     method: 'GET',
@@ -63,7 +49,7 @@ export const researchRoutes: RestRoute[] = [
     problems: { 404: 'No research job of yours with this id' },
     field: 'researchJob',
     args: { id: path('job_id', { format: 'uuid' }) },
-    answer: researchAnswers.modules,
+    answer: jobIdAnswer,
   },
   {
     method: 'GET',
@@ -93,7 +79,7 @@ export const researchRoutes: RestRoute[] = [
     problems: { 404: 'No research job of yours with this id', 409: 'job_finished' },
     field: 'cancelResearch',
     args: { id: path('job_id', { format: 'uuid' }) },
-    answer: researchAnswers.modules,
+    answer: jobIdAnswer,
   },
   {
     method: 'POST',
@@ -107,7 +93,7 @@ export const researchRoutes: RestRoute[] = [
     field: 'startResearch',
     args: { input: body() },
     bodyHints: { properties: { depth: { enum: ['standard', 'deep'] } } },
-    answer: researchAnswers.platform,
+    answer: contentAnswer,
   },
   {
     method: 'GET',
@@ -136,7 +122,7 @@ export const researchRoutes: RestRoute[] = [
     problems: { 404: 'No research job with this id' },
     field: 'researchJob',
     args: { id: path('id', { format: 'uuid' }) },
-    answer: researchAnswers.platform,
+    answer: contentAnswer,
   },
   {
     method: 'POST',
@@ -150,6 +136,6 @@ export const researchRoutes: RestRoute[] = [
     problems: { 404: 'No research job with this id', 409: 'job_finished' },
     field: 'cancelResearch',
     args: { id: path('id', { format: 'uuid' }) },
-    answer: researchAnswers.platform,
+    answer: contentAnswer,
   },
 ];

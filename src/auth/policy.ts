@@ -68,7 +68,7 @@ export function requireJobCaller(principal: Principal, scope: ModuleScope): JobC
 }
 
 /** Whether a job caller may see (and cancel) work owned by `owner`: same company, and an admin or its own. */
-export function canSeeJob(caller: JobCaller, owner: { companyId: string; userId: string | null; apiKeyId?: string | null }): boolean {
+export function canSeeJob(caller: JobCaller, owner: { companyId: string; userId: string | null }): boolean {
   if (caller.companyId !== owner.companyId) return false;
   if (caller.admin) return true;
   return owner.userId !== null && owner.userId === caller.userId;

@@ -17,8 +17,9 @@ export function creditsFor(tokens: number, model: Pick<ModelView, 'creditCost'>)
 export class ModuleCredits {
   constructor(private readonly billing: BillingApi) {}
 
+  /** `caller`: who spends (a module caller, or a job's owner, whose user is null for a company key). */
   async reserve(
-    caller: Pick<ModuleCaller, 'companyId' | 'userId' | 'keyId'> | { companyId: string; userId: string | null; keyId: string | null },
+    caller: { companyId: string; userId: string | null; keyId: string | null },
     input: { credits: number; key: string; feature: string; model?: string | null; timeoutSeconds?: number },
   ): Promise<Hold> {
     try {

@@ -6,7 +6,7 @@ import { stringify } from 'csv-stringify';
 import ExcelJS from 'exceljs';
 import { fileTypeFromBuffer } from 'file-type';
 import { AppError } from '../../errors/catalog';
-import { decodeText, zipEntries, type ExtractLimits } from '../documents';
+import { cellText, decodeText, zipEntries, type ExtractLimits } from '../documents';
 
 export const tableKinds = ['csv', 'xlsx'] as const;
 export type TableKind = (typeof tableKinds)[number];
@@ -98,19 +98,6 @@ export async function sniffTable(path: string, filename: string, limits: Extract
   const named = extension === 'xlsx' ? 'xlsx' : extension === 'csv' || extension === 'txt' || extension === 'tsv' ? 'csv' : undefined;
   if (named && named !== kind) throw unsupported(`The content is ${kind === 'xlsx' ? 'an Excel workbook' : 'text'} but the file name says .${extension}`);
   return { kind, delimiter };
-}
-
-function cellText(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (value instanceof Date) return value.toISOString().slice(0, 10);
-  if (typeof value === 'object') {
-    const v = value as { result?: unknown; text?: unknown; richText?: { text: string }[]; error?: unknown };
-    if (v.richText) return v.richText.map((r) => r.text).join('');
-    if (v.text !== undefined) return String(v.text);
-    if (v.result !== undefined) return cellText(v.result);
-    return '';
-  }
-  return String(value);
 }
 
 /**

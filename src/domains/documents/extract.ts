@@ -181,7 +181,7 @@ async function xlsxSections(bytes: Buffer, limits: ExtractLimits): Promise<Extra
       sheet++;
       const lines: string[] = [];
       for await (const row of worksheet as AsyncIterable<ExcelJS.Row>) {
-        const cells = (row.values as unknown[]).slice(1).map(cellText).filter((c) => c !== '');
+        const cells = (row.values as unknown[]).slice(1).map((c) => cellText(c).trim()).filter((c) => c !== '');
         if (!cells.length) continue;
         const line = cells.join(', ');
         chars += line.length + 1;
@@ -197,7 +197,8 @@ async function xlsxSections(bytes: Buffer, limits: ExtractLimits): Promise<Extra
   return sections;
 }
 
-function cellText(value: unknown): string {
+/** The text of an Excel cell as exceljs reads it: rich text, hyperlinks and formula results included, dates as YYYY-MM-DD. */
+export function cellText(value: unknown): string {
   if (value === null || value === undefined) return '';
   if (value instanceof Date) return value.toISOString().slice(0, 10);
   if (typeof value === 'object') {
@@ -207,7 +208,7 @@ function cellText(value: unknown): string {
     if (v.result !== undefined) return cellText(v.result);
     return '';
   }
-  return String(value).trim();
+  return String(value);
 }
 
 /**

@@ -223,9 +223,7 @@ export class ResearchService {
 
   /** Whether `id` is a research job the caller may see (for a subscription to pick its source). */
   async exists(principal: Principal, id: string): Promise<boolean> {
-    const caller = requireJobCaller(principal, 'research');
-    const job = await currentEm(this.orm).findOne(ResearchJob, { id });
-    return !!job && canSeeJob(caller, { companyId: job.company.id, userId: job.user?.id ?? null });
+    return (await this.find(requireJobCaller(principal, 'research'), id)) !== null;
   }
 
   /**
@@ -457,11 +455,15 @@ export class ResearchService {
     return this.catalog.resolve(this.ai.config.defaultModel);
   }
 
-  private async visible(caller: JobCaller, id: string): Promise<ResearchJob> {
+  /** The job with `id` if the caller may see it; another company's or another member's is as absent as an unknown one. */
+  private async find(caller: JobCaller, id: string): Promise<ResearchJob | null> {
     const job = UUID.test(id) ? await currentEm(this.orm).findOne(ResearchJob, { id }) : null;
-    if (!job || !canSeeJob(caller, { companyId: job.company.id, userId: job.user?.id ?? null })) {
-      throw new AppError('not_found', 'No research job with this id');
-    }
+    return job && canSeeJob(caller, { companyId: job.company.id, userId: job.user?.id ?? null }) ? job : null;
+  }
+
+  private async visible(caller: JobCaller, id: string): Promise<ResearchJob> {
+    const job = await this.find(caller, id);
+    if (!job) throw new AppError('not_found', 'No research job with this id');
     return job;
   }
 }
