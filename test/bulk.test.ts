@@ -371,3 +371,20 @@ test('stopping the server mid-job does not wait for every row: the job stays run
   assert.equal(committed, job!.rows_completed);
   await assertLedgerAddsUp(app);
 });
+
+test('a model blocked after a job was submitted fails the job with model_blocked instead of retrying it', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const res = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'r.csv', { ...FIELDS, model: 'gpt-4o-mini' });
+  const id = res.json().job_id as string;
+  await app.kernel.worker.drain();
+  // The job as it would stand had a restart come between its submission and its run.
+  await app.kernel.orm.em.fork().getConnection().execute("update bulk_jobs set status = 'running' where id = ?", [id]);
+  await app.kernel.orm.em.fork().getConnection().execute("update models set blocked = 1 where id = 'gpt-4o-mini'");
+  const signal = new AbortController().signal;
+  await app.domains.bulk.bulk.process({ jobId: id }, { id: 'x', kind: 'bulk.process', attempt: 1, maxAttempts: 100, signal });
+  const status = await finished(app, keys.ownerA.key, id);
+  assert.equal(status.status, 'failed');
+  assert.match(String(status.error), /^model_blocked/);
+});

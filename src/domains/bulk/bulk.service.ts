@@ -351,10 +351,9 @@ export class BulkService {
     });
   }
 
+  /** Whether `id` is a bulk job the caller may see (for a subscription to pick its source). */
   exists(principal: Principal, id: string): boolean {
-    const caller = requireJobCaller(principal, 'bulk');
-    const job = UUID.test(id) ? this.reads.get<JobRow>(JOB, id) : undefined;
-    return !!job && canSeeJob(caller, { companyId: job.company_id, userId: job.user_id });
+    return this.find(requireJobCaller(principal, 'bulk'), id) !== null;
   }
 
   /**
@@ -420,7 +419,18 @@ export class BulkService {
       await this.writer.write((sql) => sql.run("update bulk_jobs set status = 'running', started_at = ?, updated_at = ? where id = ? and status = 'queued'", Date.now(), Date.now(), start.id));
       this.announce(start.id, true);
     }
-    const model = this.catalog.resolve(start.model);
+    let model: ModelView;
+    try {
+      model = this.catalog.resolve(start.model);
+    } catch (error) {
+      // Blocked or removed since the job was submitted: no retry can mend that, so the job fails with the reason.
+      if (!isAppError(error)) throw error;
+      await this.writer.write((sql) =>
+        sql.run("update bulk_jobs set status = 'failed', error = ?, finished_at = ?, updated_at = ? where id = ? and status in ('queued', 'running')", `${error.code}: ${error.message}`, Date.now(), Date.now(), start.id),
+      );
+      this.announce(start.id, true);
+      return;
+    }
     const abort = new AbortController();
     this.running.set(start.id, abort);
     const signal = AbortSignal.any([abort.signal, run.signal]);
@@ -479,6 +489,8 @@ export class BulkService {
       }
     } finally {
       this.running.delete(start.id);
+      // Counts still waiting for their throttled announcement go out now, while the database is surely open (a stop closes it after this).
+      if (this.progressTimers.has(start.id)) this.announce(start.id, true);
     }
   }
 
@@ -606,9 +618,15 @@ export class BulkService {
     return view(this.reads.get<JobRow>(JOB, id)!);
   }
 
-  private visible(caller: JobCaller, id: string): JobRow {
+  /** The job with `id` if the caller may see it; another company's or another member's is as absent as an unknown one. */
+  private find(caller: JobCaller, id: string): JobRow | null {
     const job = UUID.test(id) ? this.reads.get<JobRow>(JOB, id) : undefined;
-    if (!job || !canSeeJob(caller, { companyId: job.company_id, userId: job.user_id })) throw new AppError('not_found', 'No bulk job with this id');
+    return job && canSeeJob(caller, { companyId: job.company_id, userId: job.user_id }) ? job : null;
+  }
+
+  private visible(caller: JobCaller, id: string): JobRow {
+    const job = this.find(caller, id);
+    if (!job) throw new AppError('not_found', 'No bulk job with this id');
     return job;
   }
 
