@@ -137,6 +137,20 @@ export default defineConfig(
     },
   },
   {
+    // The browser scripts of Atrium's own pages (plain ES modules, no build step).
+    files: ['src/host/web/assets/*.js'],
+    extends: [js.configs.recommended],
+    languageOptions: {
+      ecmaVersion: 2022,
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'history', 'sessionStorage', 'fetch', 'CSS', 'URLSearchParams', 'URL', 'setTimeout', 'React', 'ReactDOM', 'GraphiQL'].map(
+          (name) => [name, 'readonly'],
+        ),
+      ),
+    },
+  },
+  {
     // The config file itself (Node ESM).
     files: ['eslint.config.mjs'],
     extends: [js.configs.recommended],

@@ -93,7 +93,7 @@ function operation(compiled: CompiledRoute): JsonSchema {
 }
 
 /** The OpenAPI 3.1 document, generated from the compiled route table. */
-export function buildOpenApi(publicUrl: string, routes: readonly CompiledRoute[]): JsonSchema {
+export function buildOpenApi(routes: readonly CompiledRoute[]): JsonSchema {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const compiled of routes) {
     const path = compiled.route.path.replace(/:(\w+)/g, '{$1}');
@@ -105,14 +105,15 @@ export function buildOpenApi(publicUrl: string, routes: readonly CompiledRoute[]
       title: 'Atrium API',
       version: CURRENT_API_VERSION,
       description:
-        'REST-compatible surface of Atrium. Every path is served under both /v1 and /api/v1. ' +
-        'Errors are RFC 9457 problem details; error codes: ' +
-        Object.keys(errorCatalog).join(', ') +
-        '.',
+        'The REST surface of Atrium, a self-hostable API server for an AI workspace. Every path is served under ' +
+        'both /v1 and /api/v1, and runs the same resolvers as the GraphQL supergraph at /graphql. Sign in with ' +
+        'POST /auth/login and send the access token as `Authorization: Bearer …`. Errors are RFC 9457 problem ' +
+        `details; each of the ${Object.keys(errorCatalog).length} codes has its page in the [error catalog](/docs/errors).`,
     },
+    // Relative: "Try it out" calls whichever host name the page was opened as (RFC 3986 reference from /openapi.json).
     servers: [
-      { url: `${publicUrl}/v1`, description: 'Production prefix' },
-      { url: `${publicUrl}/api/v1`, description: 'Staging prefix (same routes)' },
+      { url: '/v1', description: 'Production prefix' },
+      { url: '/api/v1', description: 'Staging prefix (same routes)' },
     ],
     tags: [
       { name: 'Platform', description: 'Health, model catalog and documentation feedback' },

@@ -14,6 +14,7 @@ import { jsonBodyPlugin } from './host/json-body';
 import { validatorCompiler } from './host/validation';
 import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
+import { webPlugin } from './host/web';
 import { lazyChildLogger } from './host/lazy-logger';
 import { memoryReliefPlugin } from './host/memory-relief';
 import { loggableUrl, pinoRedaction } from './kernel/log-redaction';
@@ -107,6 +108,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   // The REST surface, derived from the served schema once: shapes, schemas, policies.
   const restRoutes = compileRoutes(supergraph.schema, routeTable);
   await app.register(restCompatPlugin, { routes: restRoutes });
-  await app.register(docsPlugin, { openapi: buildOpenApi(config.publicUrl, restRoutes), errors: errorCatalog });
+  await app.register(webPlugin);
+  await app.register(docsPlugin, { openapi: buildOpenApi(restRoutes), errors: errorCatalog });
   return app;
 }

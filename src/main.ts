@@ -1,11 +1,15 @@
 import { buildApp } from './app';
+import { inContext } from './boot';
+import { startupLine } from './host/web';
 import { loggableError } from './kernel/log-redaction';
 
 /** The only file that listens. Stops cleanly on SIGINT/SIGTERM. */
 async function main() {
   const app = await buildApp();
   const { host, port } = app.config;
-  await app.listen({ host, port });
+  const summary = await inContext(app.kernel.orm, () => app.serverSummary());
+  // One line per address, in place of fastify's "Server listening at …".
+  await app.listen({ host, port, listenTextResolver: (address) => startupLine(address, summary) });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       app.log.info({ signal }, 'shutting down');

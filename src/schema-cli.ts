@@ -18,13 +18,6 @@ import { compileRoutes, routeTable } from '../rest-compat';
 /** The repository's schema/ folder (this file runs from dist/src/). */
 export const SCHEMA_DIR = path.resolve(__dirname, '../../schema');
 
-/**
- * The OpenAPI servers block embeds the public URL; the committed document uses
- * the default (HOST 127.0.0.1, PORT 8080) so it does not depend on the
- * environment. A running server serves its own at /openapi.json.
- */
-export const COMMITTED_PUBLIC_URL = 'http://127.0.0.1:8080';
-
 const withNewline = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
 
 /** Every artifact, file name to contents, in a stable order. */
@@ -36,7 +29,7 @@ export async function generateArtifacts(): Promise<Map<string, string>> {
   files.set('supergraph.graphql', withNewline(supergraphSdl));
   files.set('api.graphql', withNewline(apiSdl));
   const { schema } = await buildSupergraph();
-  files.set('openapi.json', `${JSON.stringify(buildOpenApi(COMMITTED_PUBLIC_URL, compileRoutes(schema, routeTable)), null, 2)}\n`);
+  files.set('openapi.json', `${JSON.stringify(buildOpenApi(compileRoutes(schema, routeTable)), null, 2)}\n`);
   return files;
 }
 

@@ -138,7 +138,7 @@ test('GET /docs serves Swagger UI as HTML with its assets served locally', async
   const page = await follow(app, '/docs');
   assert.equal(page.statusCode, 200);
   assert.match(String(page.headers['content-type']), /^text\/html/);
-  assert.match(page.body, /swagger/i);
+  assert.match(page.body, /swagger-ui/i);
   // No third-party CDN: every script the page loads is ours.
   for (const [, src] of page.body.matchAll(/<script[^>]+src="([^"]+)"/g)) {
     assert.ok(!/^https?:\/\//.test(src!), `external script ${src}`);
@@ -163,26 +163,4 @@ test('GET /docs/errors/<code> documents a catalog code; an unknown code is 404',
   const problem = (await app.inject({ url: '/v1/me/profile' })).json();
   const typePath = new URL(problem.type).pathname;
   assert.equal((await app.inject({ url: typePath })).statusCode, 200);
-});
-
-test('GET /graphiql serves HTML and its assets locally with the right content types', async (t) => {
-  const app = await build(t);
-  const page = await app.inject({ url: '/graphiql' });
-  assert.equal(page.statusCode, 200);
-  assert.match(String(page.headers['content-type']), /^text\/html/);
-  const assets: Record<string, RegExp> = {
-    'graphiql.js': /^(text|application)\/javascript/,
-    'react.js': /^(text|application)\/javascript/,
-    'react-dom.js': /^(text|application)\/javascript/,
-    'graphiql.css': /^text\/css/,
-    'init.js': /^(text|application)\/javascript/,
-  };
-  for (const [name, type] of Object.entries(assets)) {
-    assert.ok(page.body.includes(`/graphiql/assets/${name}`), `page references ${name}`);
-    const res = await app.inject({ url: `/graphiql/assets/${name}` });
-    assert.equal(res.statusCode, 200, name);
-    assert.match(String(res.headers['content-type']), type, name);
-    assert.ok(res.body.length > 0, name);
-  }
-  assertCode(await app.inject({ url: '/graphiql/assets/nope.js' }), 404, 'not_found');
 });

@@ -1,87 +1,91 @@
 import fp from 'fastify-plugin';
 import fs from 'node:fs';
 import path from 'node:path';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyReply } from 'fastify';
 import type { ErrorEntry } from '../errors/catalog';
+import { html, PAGE_CSP, renderPage } from './web';
 
-/** Files GraphiQL needs, served from node_modules so the page works offline. */
-const graphiqlAssets: Record<string, { module: string; file: string; type: string }> = {
-  'react.js': { module: 'react', file: 'umd/react.production.min.js', type: 'text/javascript' },
-  'react-dom.js': { module: 'react-dom', file: 'umd/react-dom.production.min.js', type: 'text/javascript' },
-  'graphiql.js': { module: 'graphiql', file: 'graphiql.min.js', type: 'text/javascript' },
-  'graphiql.css': { module: 'graphiql', file: 'graphiql.min.css', type: 'text/css' },
+/**
+ * Swagger UI's browser bundle. @fastify/swagger-ui ships it without the
+ * swagger-ui-dist package's install-time analytics; its plugin is not used
+ * (its page loads `./json` under its own prefix, behind its own logo).
+ */
+const SWAGGER_STATIC = path.join(path.dirname(require.resolve('@fastify/swagger-ui/package.json')), 'static');
+const SWAGGER_FILES: Record<string, string> = {
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  'swagger-ui.css': 'text/css; charset=utf-8',
 };
 
-const GRAPHIQL_INIT = `const root = ReactDOM.createRoot(document.getElementById('graphiql'));
-const fetcher = GraphiQL.createFetcher({ url: new URL('/graphql', location.href).toString() });
-root.render(React.createElement(GraphiQL, { fetcher, defaultEditorToolsVisibility: true }));
-`;
-
-const GRAPHIQL_HTML = `<!doctype html>
+const DOCS_PAGE = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>Atrium GraphiQL</title>
-<link rel="stylesheet" href="/graphiql/assets/graphiql.css">
-<style>body{margin:0;height:100vh}#graphiql{height:100vh}</style>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>API docs · Atrium</title>
+<link rel="stylesheet" href="/docs/static/swagger-ui.css">
+<link rel="stylesheet" href="/assets/atrium.css">
+<link rel="icon" href="/assets/atrium.svg" type="image/svg+xml">
 </head>
 <body>
-<div id="graphiql">Loading…</div>
-<script src="/graphiql/assets/react.js"></script>
-<script src="/graphiql/assets/react-dom.js"></script>
-<script src="/graphiql/assets/graphiql.js"></script>
-<script src="/graphiql/assets/init.js"></script>
+<header class="site"><a class="brand" href="/"><img src="/assets/atrium.svg" alt="" width="24" height="24"> Atrium API</a>
+<nav aria-label="Site"><a href="/">Home</a><a href="/app">Account</a><a href="/dashboard">Dashboard</a><a href="/graphiql">GraphiQL</a><a href="/docs" aria-current="page">API docs</a><a href="/docs/errors">Error catalog</a><a href="/openapi.json">openapi.json</a></nav></header>
+<main id="swagger-ui" class="docs"><noscript>The API reference needs JavaScript; the document itself is at <a href="/openapi.json">/openapi.json</a>.</noscript></main>
+<script src="/docs/static/swagger-ui-bundle.js"></script>
+<script src="/assets/docs.js"></script>
 </body>
 </html>
 `;
 
-const PAGE_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
-  "font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'";
+function sendPage(reply: FastifyReply, body: string) {
+  return reply.header('content-security-policy', PAGE_CSP).header('referrer-policy', 'same-origin').type('text/html; charset=utf-8').send(body);
+}
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-/** /openapi.json, Swagger UI at /docs, GraphiQL at /graphiql, and a page per error code. */
+/** /openapi.json, the API reference at /docs, and the error catalog at /docs/errors (a page per code). */
 export const docsPlugin = fp<{ openapi: object; errors: Readonly<Record<string, ErrorEntry>> }>(
   async (app, { openapi: document, errors: errorCatalog }) => {
     const publicRoute = { config: { auth: 'public' as const } };
+    const statics = new Map(
+      Object.entries(SWAGGER_FILES).map(([name, type]) => [name, { body: fs.readFileSync(path.join(SWAGGER_STATIC, name)), type }]),
+    );
 
     app.get('/openapi.json', publicRoute, async () => document);
+    app.get('/docs', publicRoute, async (_request, reply) => sendPage(reply, DOCS_PAGE));
+    app.get<{ Params: { name: string } }>('/docs/static/:name', publicRoute, async (request, reply) => {
+      const file = statics.get(request.params.name);
+      if (!file) return reply.callNotFound();
+      return reply.header('cache-control', 'public, max-age=86400').type(file.type).send(file.body);
+    });
 
-    await app.register(swagger, { mode: 'static', specification: { document: document as never } });
-    // Everything Swagger UI loads is served from here; no upgrade-insecure-requests,
-    // so a plain-HTTP on-premise install keeps working.
-    await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: PAGE_CSP, uiConfig: { deepLinking: true } });
+    const codes = Object.keys(errorCatalog).sort();
+    const catalogPage = renderPage({
+      title: 'Error catalog',
+      main: html`<h1>Error catalog</h1>
+<p>Every error of the REST API is an RFC 9457 problem (<code>application/problem+json</code>): <code>type</code> links to the code's page here,
+<code>title</code> names the kind of problem, <code>detail</code> says what went wrong with this request, <code>code</code> is the stable
+machine-readable name, and <code>request_id</code> finds the request in the server log. GraphQL answers carry the same <code>code</code>
+in each error's <code>extensions</code>.</p>
+<table><thead><tr><th scope="col">Code</th><th scope="col">HTTP status</th><th scope="col">Title</th></tr></thead><tbody>
+${codes.map((code) => html`<tr><td><a href="/docs/errors/${code}"><code>${code}</code></a></td><td>${errorCatalog[code]!.status}</td><td>${errorCatalog[code]!.title}</td></tr>`)}
+</tbody></table>`,
+      current: '/docs',
+    });
+    app.get('/docs/errors', publicRoute, async (_request, reply) => sendPage(reply, catalogPage));
 
     app.get<{ Params: { code: string } }>('/docs/errors/:code', publicRoute, async (request, reply) => {
       const code = request.params.code;
       // Own keys only: `constructor` or `toString` are not error codes.
       if (!Object.hasOwn(errorCatalog, code)) return reply.callNotFound();
       const entry = errorCatalog[code]!;
-      reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8');
-      return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(code)}</title></head><body>
-<h1>${escapeHtml(entry.title)}</h1><p>Code <code>${escapeHtml(code)}</code>, HTTP status ${entry.status}.</p>
+      return sendPage(
+        reply,
+        renderPage({
+          title: code,
+          current: '/docs',
+          main: html`<h1>${entry.title}</h1><p>Code <code>${code}</code>, HTTP status ${entry.status}.</p>
 <p>Error responses are RFC 9457 problem details: <code>type</code> links here; <code>detail</code> says what went wrong for this request, and <code>request_id</code> identifies it in the server log.</p>
-</body></html>`;
-    });
-
-    const assets = new Map<string, { body: Buffer | string; type: string }>();
-    for (const [name, asset] of Object.entries(graphiqlAssets)) {
-      const file = path.join(path.dirname(require.resolve(`${asset.module}/package.json`)), asset.file);
-      assets.set(name, { body: fs.readFileSync(file), type: asset.type });
-    }
-    assets.set('init.js', { body: GRAPHIQL_INIT, type: 'text/javascript' });
-
-    app.get('/graphiql', publicRoute, async (_request, reply) => {
-      reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8');
-      return GRAPHIQL_HTML;
-    });
-    app.get<{ Params: { name: string } }>('/graphiql/assets/:name', publicRoute, async (request, reply) => {
-      const asset = assets.get(request.params.name);
-      if (!asset) return reply.callNotFound();
-      reply.header('cache-control', 'public, max-age=86400').type(`${asset.type}; charset=utf-8`);
-      return asset.body;
+<p><a href="/docs/errors">Every error code</a> · <a href="/docs">API reference</a></p>`,
+        }),
+      );
     });
   },
   { name: 'atrium-docs' },

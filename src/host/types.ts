@@ -3,6 +3,7 @@ import type { KernelConfig } from '../kernel/config';
 import type { DomainApis } from '../domains';
 import type { Kernel } from '../kernel/kernel';
 import type { ResolverContainer } from '../../subgraphs/context';
+import type { ServerSummary } from './web/landing';
 
 /** Per-route behaviour, declared in the route's `config` and applied by hooks. */
 export type AuthKind = 'public' | 'required' | 'optional';
@@ -27,6 +28,8 @@ declare module 'fastify' {
     domains: DomainApis;
     /** The app's resolver instances, shared by GraphQL and the REST adapter. */
     resolvers: ResolverContainer;
+    /** What the landing page and the start-up log say: health, and whether an owner exists yet. */
+    serverSummary(): Promise<ServerSummary>;
   }
   interface FastifyRequest {
     principal: Principal;
