@@ -194,4 +194,6 @@ const pages = {
   },
 };
 
-pages[page]?.().catch((error) => showProblem(error));
+Promise.resolve()
+  .then(() => pages[page]?.())
+  .catch((error) => showProblem(error));

@@ -6,14 +6,15 @@ import { storedSession } from './api.js';
 const { createClient } = globalThis.graphqlWs;
 const PLACEHOLDER = 'Bearer <access token: POST /v1/auth/login, or sign in on /app>';
 
-const DEFAULT_QUERY = `# Atrium's GraphQL supergraph: identity, admin, billing and modules in one schema.
+const DEFAULT_QUERY = `# Atrium: identity, admin, billing and modules
+# in one GraphQL schema.
 #
-# 1. Put an access token in the Authorization header (Headers, below): sign in
-#    on /app (then it is filled in for you), call POST /v1/auth/login, or run
-#    the Login mutation here.
-# 2. Run Me to see who you are.
-# 3. Run AuditEvents (owners and admins), then act in another tab, say sign
-#    in again: each audited action arrives here live, over graphql-ws.
+# 1. Authorization header (Headers, below): sign
+#    in on /app and it is filled in, or run Login.
+# 2. Run Me: who you are.
+# 3. Run AuditEvents (owners and admins), then
+#    act in another tab: each audited action
+#    arrives here live, over graphql-ws.
 
 query Me {
   me {

@@ -1,0 +1,222 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FastifyInstance } from 'fastify';
+import type { Page } from 'playwright-core';
+import { bearer, login, PASSWORD, seedOwner, sql } from './helper';
+import { browserMissing, collectPageErrors, launchBrowser, liveServer, screenshot } from './fixtures/browser';
+
+/**
+ * Atrium's pages in real Chromium (Debian's, driven by playwright-core),
+ * against a real server on a loopback port: each flow as a user clicks it.
+ */
+const skip = browserMissing();
+const NEW_PASSWORD = 'a-brand-new-password-1';
+
+/** The newest link of `template` mailed to `to`, waiting for the mail job if need be. */
+async function mailedLink(app: FastifyInstance, to: string, template: string, path: string): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const [mail] = await sql<{ text: string }>(app, 'select text from mail_outbox where to_address = ? and template = ? order by rowid desc limit 1', [to, template]);
+    const link = mail && new RegExp(`https?://\\S+${path.replace(/[/?]/g, '\\$&')}\\?\\S+`).exec(mail.text)?.[0];
+    if (link) return link;
+    if (Date.now() > deadline) throw new Error(`no ${template} mail to ${to}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Page errors and CSP violations fail a test; a refused request (the API's 4xx) is the page's business. */
+function assertNoPageErrors(errors: string[]) {
+  assert.deepEqual(
+    errors.filter((e) => !/Failed to load resource: the server responded with a status of 4\d\d/.test(e)),
+    [],
+  );
+}
+
+async function waitForText(page: Page, selector: string, text: string, timeout = 10_000) {
+  await page.locator(selector, { hasText: text }).first().waitFor({ timeout });
+}
+
+async function signInOnApp(page: Page, url: string, email: string, password = PASSWORD) {
+  await page.goto(`${url}/app`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await waitForText(page, '[data-field="email"]', email);
+}
+
+test('browser: accept an invitation from the outbox link, see the API refuse a short password, and land signed in', { skip }, async (t) => {
+  const { app, url } = await liveServer(t);
+  const browser = await launchBrowser(t);
+  const owner = await seedOwner(app);
+  const { access_token } = await login(app, owner.email);
+  const invited = await app.inject({
+    method: 'POST',
+    url: '/v1/admin/invitations',
+    headers: bearer(access_token),
+    payload: { email: 'nora@example.com', role: 'member' },
+  });
+  assert.equal(invited.statusCode, 201, invited.body);
+  const link = await mailedLink(app, 'nora@example.com', 'invitation', '/app/accept-invitation');
+  assert.ok(link.startsWith(`${url}/app/accept-invitation?token=`));
+
+  const page = await browser.newPage();
+  const errors = collectPageErrors(page);
+  await page.goto(link);
+  await screenshot(page, 'accept-invitation');
+  await page.getByLabel('Your name').fill('Nora New');
+  // The page passes a too-short password to the API, which answers the problem the page shows.
+  await page.getByLabel('New password').fill('short');
+  await page.getByLabel('Repeat the password').fill('short');
+  await page.getByRole('button', { name: 'Create my account' }).click();
+  await page.locator('#problem:not([hidden])').waitFor();
+  assert.match(await page.locator('#problem').innerText(), /12/);
+  assert.equal(await sql(app, "select id from users where email = 'nora@example.com'").then((rows) => rows.length), 0);
+
+  await page.getByLabel('New password').fill(NEW_PASSWORD);
+  await page.getByLabel('Repeat the password').fill(NEW_PASSWORD);
+  await page.getByRole('button', { name: 'Create my account' }).click();
+  await page.waitForURL(/\/app\?welcome=1$/);
+  await waitForText(page, '[data-field="email"]', 'nora@example.com');
+  assert.equal(await page.locator('[data-field="name"]').innerText(), 'Nora New');
+  assert.equal(await page.locator('[data-field="role"]').innerText(), 'member');
+  await screenshot(page, 'app-signed-in');
+
+  // The link works once: opened again, the page shows the API's invitation_invalid.
+  await page.goto(link);
+  await page.getByLabel('New password').fill(NEW_PASSWORD);
+  await page.getByLabel('Repeat the password').fill(NEW_PASSWORD);
+  await page.getByRole('button', { name: 'Create my account' }).click();
+  await waitForText(page, '#problem', 'invitation_invalid');
+
+  // Sign-out ends the session: the stored token no longer works.
+  await page.goto(`${url}/app`);
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await waitForText(page, '#done', 'You are signed out');
+  assert.equal(await page.evaluate("sessionStorage.getItem('atrium.session')"), null);
+  assertNoPageErrors(errors);
+});
+
+test('browser: reset a password from the outbox link, then sign in with it', { skip }, async (t) => {
+  const { app, url } = await liveServer(t);
+  const browser = await launchBrowser(t);
+  const owner = await seedOwner(app);
+  const page = await browser.newPage();
+  const errors = collectPageErrors(page);
+
+  await page.goto(`${url}/app`);
+  await page.getByRole('link', { name: 'Forgot your password?' }).click();
+  await page.getByLabel('Email').fill(owner.email);
+  await page.getByRole('button', { name: 'Mail me a link' }).click();
+  await page.locator('#done:not([hidden])').waitFor();
+
+  const link = await mailedLink(app, owner.email, 'password_reset', '/app/reset-password');
+  await page.goto(link);
+  // Two different passwords never reach the API.
+  await page.getByLabel('New password').fill(NEW_PASSWORD);
+  await page.getByLabel('Repeat the password').fill(`${NEW_PASSWORD}x`);
+  await page.getByRole('button', { name: 'Set the new password' }).click();
+  await waitForText(page, '#problem', 'The two passwords differ');
+  await page.getByLabel('Repeat the password').fill(NEW_PASSWORD);
+  await screenshot(page, 'reset-password');
+  await page.getByRole('button', { name: 'Set the new password' }).click();
+  await waitForText(page, '#done', 'Your password is changed');
+  // The token leaves the address bar once used.
+  assert.equal(new URL(page.url()).search, '');
+
+  await page.getByRole('link', { name: 'Sign in with the new password' }).click();
+  await page.getByLabel('Email').fill(owner.email);
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await waitForText(page, '#problem', 'invalid_credentials');
+  await page.getByLabel('Password', { exact: true }).fill(NEW_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await waitForText(page, '[data-field="email"]', owner.email);
+  assertNoPageErrors(errors);
+});
+
+test('browser: GraphiQL runs a subscription over graphql-ws and an audit event arrives', { skip }, async (t) => {
+  const { app, url } = await liveServer(t);
+  const browser = await launchBrowser(t);
+  const owner = await seedOwner(app);
+  const page = await browser.newPage();
+  const errors = collectPageErrors(page);
+  // Signed in on /app, GraphiQL's header editor starts with that token.
+  await signInOnApp(page, url, owner.email);
+  await page.goto(`${url}/graphiql`);
+  await page.locator('.graphiql-execute-button').waitFor();
+  await waitForText(page, '.graphiql-query-editor', 'subscription AuditEvents');
+  await page.locator('.graphiql-execute-button').click();
+  // Several operations in the editor: GraphiQL asks which one to run.
+  await page.getByRole('menuitem', { name: 'AuditEvents' }).click();
+  // Give the socket a moment to subscribe, then cause an audited action.
+  await page.waitForTimeout(500);
+  await login(app, owner.email);
+  await waitForText(page, '.graphiql-response', 'auth.login');
+  await screenshot(page, 'graphiql');
+  assertNoPageErrors(errors);
+});
+
+test('browser: the dashboard shows a new audit event without a reload, and says when it reconnects', { skip }, async (t) => {
+  const { app, url } = await liveServer(t);
+  const browser = await launchBrowser(t);
+  const owner = await seedOwner(app);
+  const page = await browser.newPage();
+  const errors = collectPageErrors(page);
+  // Every upgraded socket, so the test can drop them as a network would.
+  const sockets = new Set<{ destroy(): void }>();
+  app.server.on('upgrade', (_request, socket) => sockets.add(socket));
+  await signInOnApp(page, url, owner.email);
+  await page.goto(`${url}/dashboard`);
+  await page.locator('#panels:not([hidden])').waitFor();
+  await page.locator('#connection[data-state="live"]').waitFor();
+  await waitForText(page, '#company', 'Acme');
+  await waitForText(page, '#sessions', owner.email);
+
+  const { access_token } = await login(app, owner.email);
+  const invited = await app.inject({ method: 'POST', url: '/v1/admin/invitations', headers: bearer(access_token), payload: { email: 'dash@example.com', role: 'member' } });
+  assert.equal(invited.statusCode, 201);
+  await waitForText(page, '#audit', 'invitation.created');
+  await screenshot(page, 'dashboard');
+
+  // The server drops every socket: the page reconnects by itself and says so.
+  for (const socket of sockets) socket.destroy();
+  await waitForText(page, '#connection', 'Reconnected');
+  const before = await page.locator('#audit li').count();
+  await app.inject({ method: 'POST', url: '/v1/admin/invitations', headers: bearer(access_token), payload: { email: 'dash2@example.com', role: 'member' } });
+  // The subscription came back with the socket: the next event arrives live too.
+  await page.locator('#audit li').nth(before).waitFor({ timeout: 10_000 });
+  assertNoPageErrors(errors);
+});
+
+test('browser: "Try it out" in /docs works when the page is opened as localhost', { skip }, async (t) => {
+  const { port } = await liveServer(t);
+  const browser = await launchBrowser(t);
+  const page = await browser.newPage();
+  const errors = collectPageErrors(page);
+  await page.goto(`http://localhost:${port}/docs`);
+  const health = page.locator('.opblock-get', { has: page.locator('[data-path="/health"]') }).first();
+  await health.waitFor();
+  await screenshot(page, 'docs', false);
+  await health.locator('.opblock-summary').click();
+  await health.getByRole('button', { name: 'Try it out' }).click();
+  await health.getByRole('button', { name: 'Execute' }).click();
+  const status = health.locator('.live-responses-table tbody .response-col_status').first();
+  await status.waitFor();
+  assert.match(await status.innerText(), /200/);
+  await screenshot(page, 'docs-try-it-out', false);
+  assert.match(await health.locator('.live-responses-table').innerText(), /"status": "ok"/);
+  // It called this host, not PUBLIC_URL's 127.0.0.1.
+  assert.match(await health.locator('.request-url').innerText(), new RegExp(`http://localhost:${port}/v1/health`));
+  assertNoPageErrors(errors);
+});
+
+test('browser: the landing page', { skip }, async (t) => {
+  const { url } = await liveServer(t);
+  const browser = await launchBrowser(t);
+  const page = await browser.newPage();
+  const errors = collectPageErrors(page);
+  await page.goto(`${url}/`);
+  await waitForText(page, 'h2', 'First steps');
+  await screenshot(page, 'landing');
+  assertNoPageErrors(errors);
+});
