@@ -4,6 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
 import { bearer, login, PASSWORD, seedOwner, sql } from './helper';
 import { browserMissing, collectPageErrors, launchBrowser, liveServer, screenshot } from './fixtures/browser';
+import { googleClaims, ssoConfig, startMockProvider } from './oidc-mock';
+import { awayFromStepBoundary, resetReplayGuard, totp, wrongCode } from './totp';
 
 /**
  * Atrium's pages in real Chromium (Debian's, driven by playwright-core),
@@ -17,7 +19,7 @@ async function mailedLink(app: FastifyInstance, to: string, template: string, pa
   const deadline = Date.now() + 10_000;
   for (;;) {
     const [mail] = await sql<{ text: string }>(app, 'select text from mail_outbox where to_address = ? and template = ? order by rowid desc limit 1', [to, template]);
-    const link = mail && new RegExp(`https?://\\S+${path.replace(/[/?]/g, '\\$&')}\\?\\S+`).exec(mail.text)?.[0];
+    const link = mail && new RegExp(`https?://[^\\s/]+${path.replace(/[/?]/g, '\\$&')}(?:\\?[^\\s)]*)?`).exec(mail.text)?.[0];
     if (link) return link;
     if (Date.now() > deadline) throw new Error(`no ${template} mail to ${to}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -218,5 +220,73 @@ test('browser: the landing page', { skip }, async (t) => {
   await page.goto(`${url}/`);
   await waitForText(page, 'h2', 'First steps');
   await screenshot(page, 'landing');
+  assertNoPageErrors(errors);
+});
+
+test('browser: a single sign-on with MFA on stops at /app/mfa, shows a wrong code refused, and lands on /app signed in by cookie', { skip }, async (t) => {
+  const google = await startMockProvider('google');
+  t.after(() => google.stop());
+  const { app, url } = await liveServer(t, {}, { sso: ssoConfig(google, null) });
+  const browser = await launchBrowser(t);
+  const owner = await seedOwner(app);
+  const headers = bearer((await login(app, owner.email)).access_token);
+  const setup = await app.inject({ method: 'POST', url: '/v1/me/mfa/setup', headers });
+  const { secret } = setup.json() as { secret: string };
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/me/mfa/verify', headers, payload: { totp_code: totp(secret) } })).statusCode, 200);
+  await resetReplayGuard(app, owner.userId);
+
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors = collectPageErrors(page);
+  google.nextIdToken(googleClaims(`g-${owner.email}`, owner.email));
+  // The provider's consent is automatic at the mock: start, consent, callback, then the MFA page.
+  await page.goto(`${url}/v1/auth/google/start`);
+  await page.waitForURL(/\/app\/mfa\?challenge=/);
+  await screenshot(page, 'mfa');
+  await page.getByLabel('Code (or a recovery code)').fill(wrongCode(secret));
+  await page.getByRole('button', { name: 'Finish signing in' }).click();
+  await waitForText(page, '#problem', 'mfa_invalid');
+
+  await awayFromStepBoundary();
+  await page.getByLabel('Code (or a recovery code)').fill(totp(secret));
+  await page.getByRole('button', { name: 'Finish signing in' }).click();
+  await page.waitForURL(`${url}/app`);
+  await waitForText(page, '[data-field="email"]', owner.email);
+  // Signed in by the httpOnly cookie alone: no token in the page's storage.
+  assert.equal(await page.evaluate("sessionStorage.getItem('atrium.session')"), null);
+  assert.ok((await context.cookies()).some((c) => c.name === 'service_token' && c.httpOnly));
+
+  // Sign-out with the cookie passes the Origin check and clears it.
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await waitForText(page, '#done', 'You are signed out');
+  assert.ok(!(await context.cookies()).some((c) => c.name === 'service_token'));
+  assertNoPageErrors(errors);
+});
+
+test('browser: confirm an email change and cancel a scheduled deletion from their mailed links', { skip }, async (t) => {
+  const { app, url } = await liveServer(t);
+  const browser = await launchBrowser(t);
+  const owner = await seedOwner(app);
+  const page = await browser.newPage();
+  const errors = collectPageErrors(page);
+  await signInOnApp(page, url, owner.email);
+  const headers = bearer((await login(app, owner.email)).access_token);
+
+  const change = await app.inject({ method: 'POST', url: '/v1/me/email', headers, payload: { new_email: 'renamed@example.com' } });
+  assert.equal(change.statusCode, 202, change.body);
+  await page.goto(await mailedLink(app, 'renamed@example.com', 'email_verification', '/app/confirm-email'));
+  await page.getByRole('button', { name: 'Confirm the new address' }).click();
+  await waitForText(page, '#done', 'the address this link was sent to');
+
+  const renamed = bearer((await login(app, 'renamed@example.com')).access_token);
+  const scheduled = await app.inject({ method: 'POST', url: '/v1/me/deletion', headers: renamed });
+  assert.equal(scheduled.statusCode, 202, scheduled.body);
+  await page.goto(await mailedLink(app, 'renamed@example.com', 'account_deletion_scheduled', '/app/cancel-deletion'));
+  await waitForText(page, '#deletion-when', 'scheduled for deletion');
+  await screenshot(page, 'cancel-deletion');
+  await page.getByRole('button', { name: 'Cancel the deletion and keep my account' }).click();
+  await waitForText(page, '#done', 'The deletion is cancelled');
+  const profile = await app.inject({ url: '/v1/me/profile', headers: renamed });
+  assert.equal(profile.json().deletion_scheduled_for, null);
   assertNoPageErrors(errors);
 });

@@ -152,7 +152,7 @@ const pages = {
       if (answer === undefined) return;
       forgetQuery();
       show(form, false);
-      showDone(`Your account's email is now ${answer?.email ?? 'the new address'}.`, ['/app', 'Go to your account']);
+      showDone("Your account's email is now the address this link was sent to.", ['/app', 'Go to your account']);
     });
   },
 
