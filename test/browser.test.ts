@@ -288,5 +288,11 @@ test('browser: confirm an email change and cancel a scheduled deletion from thei
   await waitForText(page, '#done', 'The deletion is cancelled');
   const profile = await app.inject({ url: '/v1/me/profile', headers: renamed });
   assert.equal(profile.json().deletion_scheduled_for, null);
+
+  // Where a paid checkout returns: what happened, and the balance.
+  await page.goto(`${url}/app/billing?topup=success&session_id=cs_test_1`);
+  await waitForText(page, '#done', 'the top-up is paid');
+  await waitForText(page, '[data-field="available"]', '2,000');
+  await screenshot(page, 'billing');
   assertNoPageErrors(errors);
 });

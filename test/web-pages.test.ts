@@ -6,7 +6,7 @@ import { html, renderPage, startupLine } from '../src/host/web';
 import { ATRIUM_VERSION } from '../src/version';
 
 /** Every page of Atrium's web face, as a browser first loads it. */
-const PAGES = ['/', '/app', '/app/accept-invitation', '/app/reset-password', '/app/confirm-email', '/app/cancel-deletion', '/app/mfa', '/dashboard', '/graphiql', '/docs', '/docs/errors', '/docs/errors/rate_limited'];
+const PAGES = ['/', '/app', '/app/accept-invitation', '/app/reset-password', '/app/confirm-email', '/app/cancel-deletion', '/app/mfa', '/app/billing', '/dashboard', '/graphiql', '/docs', '/docs/errors', '/docs/errors/rate_limited'];
 
 /** The scripts and stylesheets a page references. */
 function references(body: string): string[] {

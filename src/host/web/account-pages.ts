@@ -93,6 +93,25 @@ ${passwordFields(MIN_PASSWORD)}
 </form>
 ${signInForm}`,
   },
+  billing: {
+    title: 'Credits and billing',
+    // Where the payment processor's checkout returns (?topup= or ?subscription= success or cancelled).
+    main: html`<h1>Credits and billing</h1>${noscript}${messages}
+<section id="balance" class="card" hidden aria-labelledby="balance-title">
+<h2 id="balance-title">Your company's credits</h2>
+<p class="big"><span data-field="available"></span> <span class="unit">credits available</span></p>
+<dl class="facts">
+<dt>Plan</dt><dd data-field="plan"></dd>
+<dt>Monthly</dt><dd data-field="monthly"></dd>
+<dt>Purchased</dt><dd data-field="purchased"></dd>
+<dt>Granted</dt><dd data-field="granted"></dd>
+<dt>Held by running work</dt><dd data-field="held"></dd>
+<dt>Next monthly credits</dt><dd data-field="period_end"></dd>
+</dl>
+<p><a href="/dashboard">Watch it live on the dashboard</a></p>
+</section>
+${signInForm}`,
+  },
   mfa: {
     title: 'Two-factor sign-in',
     main: html`<h1>Two-factor sign-in</h1>${noscript}${messages}

@@ -178,6 +178,37 @@ const pages = {
     });
   },
 
+  async billing() {
+    const outcome = { success: 'paid', cancelled: 'cancelled' };
+    const topup = outcome[params.get('topup')];
+    const subscription = outcome[params.get('subscription')];
+    if (topup === 'paid') showDone('Thank you: the top-up is paid. Its credits arrive as soon as the payment processor confirms the payment, usually within seconds.');
+    if (topup === 'cancelled') showDone('The top-up was cancelled; nothing was charged.');
+    if (subscription === 'paid') showDone('Thank you: the plan is paid. It takes effect as soon as the payment processor confirms the payment.');
+    if (subscription === 'cancelled') showDone('The plan change was cancelled; nothing was charged.');
+    let profile = await currentProfile().catch((error) => showProblem(error));
+    if (profile === undefined) return;
+    if (!profile) {
+      await signIn();
+      profile = await currentProfile().catch((error) => showProblem(error));
+      if (!profile) return;
+    }
+    const credits = await api('GET', '/billing/credits').catch((error) => showProblem(error));
+    if (!credits) return;
+    const card = $('balance');
+    const values = {
+      available: credits.available.toLocaleString(),
+      plan: credits.plan?.name ?? '',
+      monthly: credits.monthly.toLocaleString(),
+      purchased: credits.purchased.toLocaleString(),
+      granted: credits.granted.toLocaleString(),
+      held: credits.held.toLocaleString(),
+      period_end: credits.period_end ? new Date(credits.period_end).toLocaleDateString() : 'not scheduled',
+    };
+    for (const [field, value] of Object.entries(values)) card.querySelector(`[data-field="${field}"]`).textContent = value;
+    show(card);
+  },
+
   mfa() {
     const form = $('sso-mfa');
     if (!needsParameter(form)) return;
