@@ -6,6 +6,9 @@ import { bearer, login, PASSWORD, seedOwner, sql } from './helper';
 import { browserMissing, collectPageErrors, launchBrowser, liveServer, screenshot } from './fixtures/browser';
 import { googleClaims, ssoConfig, startMockProvider } from './oidc-mock';
 import { awayFromStepBoundary, resetReplayGuard, totp, wrongCode } from './totp';
+import { fakeOpenAi } from './fake-ai';
+import { makeCsv, multipartForm } from './fixtures/document-files';
+import { inContext } from '../src/boot';
 
 /**
  * Atrium's pages in real Chromium (Debian's, driven by playwright-core),
@@ -158,8 +161,10 @@ test('browser: GraphiQL runs a subscription over graphql-ws and an audit event a
   assertNoPageErrors(errors);
 });
 
-test('browser: the dashboard shows a new audit event without a reload, and says when it reconnects', { skip }, async (t) => {
-  const { app, url } = await liveServer(t);
+test('browser: the dashboard shows a new audit event, a credit grant and a bulk job live, and says when it reconnects', { skip }, async (t) => {
+  // The model answers each row: a bulk job spends credits and shows progress.
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok', usage: { prompt: 10, completion: 5 } }));
+  const { app, url } = await liveServer(t, { AI_BASE_URL: fake.url });
   const browser = await launchBrowser(t);
   const owner = await seedOwner(app);
   const page = await browser.newPage();
@@ -178,6 +183,23 @@ test('browser: the dashboard shows a new audit event without a reload, and says 
   const invited = await app.inject({ method: 'POST', url: '/v1/admin/invitations', headers: bearer(access_token), payload: { email: 'dash@example.com', role: 'member' } });
   assert.equal(invited.statusCode, 201);
   await waitForText(page, '#audit', 'invitation.created');
+
+  // The balance as it changes: a platform operator grants 500 credits.
+  await inContext(app.kernel.orm, () =>
+    app.domains.identity.accounts.createCompanyWithOwner({ email: 'operator@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
+  );
+  const operator = bearer((await login(app, 'operator@example.com')).access_token);
+  const grant = await app.inject({ method: 'POST', url: `/v1/admin/companies/${owner.companyId}/credits/grant`, headers: operator, payload: { credits: 500, reason: 'welcome' } });
+  assert.equal(grant.statusCode, 200, grant.body);
+  await waitForText(page, '#credits-available', '2,500');
+
+  // A bulk job, its rows counted as they finish.
+  const form = multipartForm({ input_column: 'q', prompt_template: 'Answer: {text}' }, { content: makeCsv([['q'], ['one'], ['two'], ['three']]), filename: 'questions.csv' });
+  const submitted = await app.inject({ method: 'POST', url: '/v1/bulk/jobs', payload: form.payload, headers: { ...form.headers, authorization: `Bearer ${access_token}` } });
+  assert.equal(submitted.statusCode, 202, submitted.body);
+  await waitForText(page, '#jobs tr[data-status="completed"]', '3 of 3 rows');
+  assert.match(await page.locator('#jobs tbody tr').first().innerText(), /questions\.csv/);
+  await page.locator('#credits-available', { hasNotText: '2,500' }).waitFor();
   await screenshot(page, 'dashboard');
 
   // The server drops every socket: the page reconnects by itself and says so.
