@@ -99,8 +99,9 @@ function rootField(schema: GraphQLSchema, name: string): { operation: 'query' | 
 
 function reader(source: ArgSource, type: GraphQLInputType): (request: FastifyRequest) => unknown {
   if ('whole' in source) return (request) => toGraphQLInput(type, (source.in === 'query' ? request.query : request.body) ?? {});
-  if (source.in === 'path') return (request) => (request.params as Record<string, unknown>)[source.name];
-  if (source.in === 'query') return (request) => (request.query as Record<string, unknown>)[source.name];
+  // A path or query value is converted like a body member: an enum's lower-case REST value becomes its GraphQL name.
+  if (source.in === 'path') return (request) => toGraphQLInput(type, (request.params as Record<string, unknown>)[source.name]);
+  if (source.in === 'query') return (request) => toGraphQLInput(type, (request.query as Record<string, unknown>)[source.name]);
   return (request) => {
     const body = (request.body ?? {}) as Record<string, unknown>;
     return Object.prototype.hasOwnProperty.call(body, source.name) ? toGraphQLInput(type, body[source.name]) : undefined;

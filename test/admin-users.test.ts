@@ -169,7 +169,7 @@ test('GET /admin/users: envelope, Link header, pagination edges, filters, sort, 
   assert.equal(bad.errors?.[0]?.extensions.code, 'validation_error');
   const tooMany = await gql(app, s.owner, '{ adminUsers(perPage: 101) { total } }');
   assert.equal(tooMany.errors?.[0]?.extensions.code, 'validation_error');
-  const ok = await gql(app, s.owner, '{ adminUsers(role: "owner") { total items { id companyId company { name } } } }');
+  const ok = await gql(app, s.owner, '{ adminUsers(role: OWNER) { total items { id companyId company { name } } } }');
   assert.deepEqual(ok.data?.adminUsers, { total: 1, items: [{ id: s.a.userId, companyId: s.a.companyId, company: { name: 'Company A' } }] });
   assert.equal((await gql(app, s.member, '{ adminUsers { total } }')).errors?.[0]?.extensions.code, 'forbidden');
 });

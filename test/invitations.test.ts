@@ -450,7 +450,7 @@ test('GraphQL: the same operations, with catalog codes', async (t) => {
 
   const created = await gql(
     'mutation($input: InvitationInput!) { createInvitation(input: $input) { id email role status } }',
-    { input: { email: 'gql@example.com', role: 'member' } },
+    { input: { email: 'gql@example.com', role: 'MEMBER' } },
     access_token,
   );
   assert.equal(created.json().data.createInvitation.status, 'pending', created.body);
@@ -510,4 +510,50 @@ test('one pending invitation per company and address is kept by the database, an
   assert.equal(again.statusCode, 201, again.body);
   const statuses = await sql<{ status: string }>(app, 'select status from invitations where company_id = ? order by created_at', [row!.company_id]);
   assert.deepEqual(statuses.map((s) => s.status), ['expired', 'pending']);
+});
+
+test('role is one enum in GraphQL: me, adminUsers and createInvitation agree, and REST keeps lower-case roles', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token } = await login(app, owner.email);
+  const gql = async (query: string, variables: Record<string, unknown> = {}) =>
+    (await app.inject({ method: 'POST', url: '/graphql', headers: bearer(access_token), payload: { query, variables } })).json();
+
+  const me = await gql('{ me { role } adminUsers(role: OWNER) { items { role } } }');
+  assert.deepEqual(me.data, { me: { role: 'OWNER' }, adminUsers: { items: [{ role: 'OWNER' }] } }, JSON.stringify(me));
+
+  // The enum as an inline literal and as a variable, on one invitation and in a bulk one.
+  const inline = await gql('mutation { createInvitation(input: { email: "inline@example.com", role: MEMBER }) { role } }');
+  assert.deepEqual(inline.data, { createInvitation: { role: 'MEMBER' } }, JSON.stringify(inline));
+  const bulk = await gql('mutation($input: BulkInvitationInput!) { createInvitations(input: $input) { results { invitation { role } } } }', {
+    input: { invitations: [{ email: 'bulk@example.com', role: 'ADMIN' }] },
+  });
+  assert.deepEqual(bulk.data.createInvitations.results, [{ invitation: { role: 'ADMIN' } }], JSON.stringify(bulk));
+  const listed = await gql('{ invitations { items { email role } } }');
+  assert.deepEqual(
+    listed.data.invitations.items.map((i: { role: string }) => i.role).sort(),
+    ['ADMIN', 'MEMBER'],
+  );
+  // A lower-case string is not a role in GraphQL.
+  const asString = await gql('mutation { createInvitation(input: { email: "s@example.com", role: "member" }) { role } }');
+  assert.equal(asString.errors?.[0]?.extensions.code, 'bad_request');
+
+  // The role of a user changed over GraphQL reads back the same over REST, lower-case.
+  const member = (await gql('{ adminUsers(role: MEMBER) { total } }')).data.adminUsers.total;
+  assert.equal(member, 0);
+  const viaRest = await app.inject({ method: 'GET', url: '/v1/admin/users?role=owner', headers: bearer(access_token) });
+  assert.equal(viaRest.statusCode, 200, viaRest.body);
+  assert.deepEqual(viaRest.json().items.map((u: { role: string }) => u.role), ['owner']);
+  const restInvite = await invite(app, access_token, { email: 'rest@example.com', role: 'member' });
+  assert.equal(restInvite.statusCode, 201, restInvite.body);
+  assert.equal(restInvite.json().role, 'member');
+  const badQuery = await app.inject({ method: 'GET', url: '/v1/admin/users?role=OWNER', headers: bearer(access_token) });
+  assertCode(badQuery, 422, 'validation_error');
+
+  // The REST contract keeps the lower-case values.
+  const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  const inviteBody = openapi.paths['/admin/invitations'].post.requestBody.content['application/json'].schema;
+  assert.deepEqual(inviteBody.properties.role.enum, ['owner', 'admin', 'member']);
+  const roleFilter = openapi.paths['/admin/users'].get.parameters.find((p: { name: string }) => p.name === 'role');
+  assert.deepEqual(roleFilter.schema.enum, ['owner', 'admin', 'member']);
 });

@@ -343,7 +343,8 @@ test('fuzz: a NUL in each string path parameter, query parameter and body field 
 function sampleInput(type: GraphQLInputType): unknown {
   const nullable = getNullableType(type);
   if (isListType(nullable)) return [sampleInput(nullable.ofType)];
-  if (isEnumType(nullable)) return nullable.getValues()[0]!.value;
+  // A variable names an enum value; its internal value is the resolver's.
+  if (isEnumType(nullable)) return nullable.getValues()[0]!.name;
   if (isInputObjectType(nullable)) {
     const out: Record<string, unknown> = {};
     for (const field of Object.values(nullable.getFields())) {

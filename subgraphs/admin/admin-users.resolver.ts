@@ -12,6 +12,7 @@ import {
   type UserAdminService,
 } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
+import { RoleValue } from '../shared/role';
 import {
   AdminForceLogoutType,
   AdminPasswordResetType,
@@ -58,7 +59,7 @@ export class AdminUsersResolver {
   adminUsers(
     @Ctx() ctx: GraphQLContext,
     @Arg('q', () => String, { nullable: true }) q?: string | null,
-    @Arg('role', () => String, { nullable: true }) role?: string | null,
+    @Arg('role', () => RoleValue, { nullable: true }) role?: RoleValue | null,
     @Arg('status', () => String, { nullable: true }) status?: string | null,
     @Arg('sort', () => String, { defaultValue: 'created_at' }) sort?: string,
     @Arg('page', () => Int, { defaultValue: 1 }) page?: number,

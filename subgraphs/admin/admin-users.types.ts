@@ -2,6 +2,7 @@ import { Field, ID, InputType, Int, ObjectType } from 'type-graphql';
 import { PageType } from '../page';
 import { Rest } from '../rest';
 import { roles, userStatuses } from '../../src/domains/identity';
+import { RoleValue } from '../shared/role';
 
 @ObjectType('AdminUserCompany', { description: 'The company a user belongs to, as administration lists show it' })
 export class AdminUserCompanyType {
@@ -25,9 +26,9 @@ export class AdminUserType {
   @Field(() => String, { nullable: true })
   name!: string | null;
 
-  @Rest({ enum: roles })
-  @Field({ description: 'owner, admin or member' })
-  role!: string;
+  @Rest({ enum: roles, description: 'owner, admin or member' })
+  @Field(() => RoleValue)
+  role!: RoleValue;
 
   @Rest({ enum: userStatuses })
   @Field({ description: 'active or suspended' })
@@ -156,9 +157,9 @@ export class AdminUserPatchInput {
   @Field(() => String, { nullable: true, description: '1 to 200 characters once trimmed; null clears it' })
   name?: string | null;
 
-  @Rest({ enum: roles })
-  @Field(() => String, { nullable: true, description: 'owner, admin or member (only an owner grants owner)' })
-  role?: string | null;
+  @Rest({ enum: roles, description: 'owner, admin or member (only an owner grants owner)' })
+  @Field(() => RoleValue, { nullable: true, description: 'Only an owner grants OWNER' })
+  role?: RoleValue | null;
 
   @Rest({ enum: userStatuses })
   @Field(() => String, { nullable: true, description: 'active or suspended (suspending ends every session)' })

@@ -4,6 +4,7 @@ import { Rest } from '../rest';
 import type { GraphQLContext } from '../context';
 import { invitationStatuses, MAX_BULK_INVITATIONS, roles, type IdentityApi, type InvitationService } from '../../src/domains/identity';
 import { PageType } from '../page';
+import { RoleValue } from '../shared/role';
 
 @ObjectType('Invitation', { description: 'An invitation to join a company with a role' })
 export class InvitationType {
@@ -18,9 +19,9 @@ export class InvitationType {
   @Field({ description: 'The invited address, lower-cased' })
   email!: string;
 
-  @Rest({ enum: roles })
-  @Field({ description: 'owner, admin or member' })
-  role!: string;
+  @Rest({ enum: roles, description: 'owner, admin or member' })
+  @Field(() => RoleValue)
+  role!: RoleValue;
 
   @Rest({ enum: invitationStatuses, description: 'A pending invitation past expires_at is expired' })
   @Field({ description: 'pending, accepted, revoked or expired (a pending invitation past expiresAt is expired)' })
@@ -49,9 +50,9 @@ export class InvitationInput {
   @Field()
   email!: string;
 
-  @Rest({ enum: roles })
-  @Field({ description: 'owner (owners only), admin or member' })
-  role!: string;
+  @Rest({ enum: roles, description: 'owner (owners only), admin or member' })
+  @Field(() => RoleValue, { description: 'Only an owner invites an OWNER' })
+  role!: RoleValue;
 }
 
 @InputType('BulkInvitationInput')

@@ -1,13 +1,7 @@
 import { Directive, Field, ID, InputType, ObjectType, registerEnumType } from 'type-graphql';
 import { Rest } from '../rest';
 import { roles } from '../../src/auth/principal';
-
-export enum RoleValue {
-  OWNER = 'owner',
-  ADMIN = 'admin',
-  MEMBER = 'member',
-}
-registerEnumType(RoleValue, { name: 'Role', description: 'A member role within a company' });
+import { RoleValue } from '../shared/role';
 
 export enum UserStatusValue {
   ACTIVE = 'active',
