@@ -7,10 +7,10 @@ import type { Principal } from '../src/auth/principal';
 import type { Deprecation } from '../src/host/types';
 import { replyTransport } from '../src/host/graphql';
 import { createContext } from '../subgraphs/context';
-import { fromGraphQLError, toGraphQLError } from '../subgraphs/errors';
+import { fromGraphQLError, restIssues, toGraphQLError } from '../subgraphs/errors';
 import { singleField, type AdmittedOperation } from '../subgraphs/policy/gate';
 import type { MeasuredDocument } from '../subgraphs/policy/limits';
-import { AppError } from '../src/errors/catalog';
+import { AppError, isAppError } from '../src/errors/catalog';
 import { compileOperation } from './compiled-operation';
 import type { CompiledRoute } from './compile';
 import { pageLinks, type PageBody } from './pagination';
@@ -168,7 +168,11 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       const measured = measure(mapping.document);
       const finish = (request: FastifyRequest, reply: FastifyReply, result: ExecutionResult) => {
         // A resolver's error keeps its catalog code; anything unknown is logged and masked, as over GraphQL.
-        if (result.errors?.length) throw fromGraphQLError(toGraphQLError(result.errors[0]!, request.log));
+        if (result.errors?.length) {
+          const first = result.errors[0]!;
+          // A resolver's catalog error is answered as REST names it (a validation issue at its request location).
+          throw isAppError(first.originalError) ? restIssues(first.originalError) : fromGraphQLError(toGraphQLError(first, request.log));
+        }
         reply.code(route.status);
         if (route.status === 204) {
           reply.send();

@@ -10,13 +10,12 @@ import {
   parse,
   type GraphQLEnumType,
   type GraphQLField,
-  type GraphQLInputField,
   type GraphQLInputType,
   type GraphQLObjectType,
   type GraphQLOutputType,
   type SelectionSetNode,
 } from 'graphql';
-import { restHints, type RestHints } from '../subgraphs/rest';
+import { restHints, restName, type RestHints } from '../subgraphs/rest';
 
 /**
  * REST shapes derived from the GraphQL types, so each shape is written once
@@ -26,15 +25,6 @@ import { restHints, type RestHints } from '../subgraphs/rest';
  * enum values are the lower-case of their GraphQL names.
  */
 export type JsonSchema = Record<string, unknown>;
-
-/** camelCase to the REST spelling: createdAt → created_at. */
-export function snake(name: string): string {
-  return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-}
-
-function restName(field: GraphQLField<unknown, unknown> | GraphQLInputField): string {
-  return restHints(field)?.name ?? snake(field.name);
-}
 
 /** JSON schema keywords a hint may contribute (its `name` and `items` are not keywords). */
 function keywords(hints: RestHints | undefined): JsonSchema {

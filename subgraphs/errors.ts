@@ -1,6 +1,7 @@
-import { GraphQLError } from 'graphql';
-import { AppError, errorEntry, isAppError, type ErrorCode } from '../src/errors/catalog';
+import { getNullableType, GraphQLError, isInputObjectType, isListType, type GraphQLInputField, type GraphQLInputType } from 'graphql';
+import { AppError, errorEntry, isAppError, validationIssues, type ErrorCode, type ValidationIssue } from '../src/errors/catalog';
 import { toAppError } from '../src/errors/to-app-error';
+import { restName, snake } from './rest';
 
 /**
  * The GraphQL error shape, for every transport: the catalog code and the
@@ -27,6 +28,7 @@ export function toGraphQLError(error: GraphQLError, log: { error: (obj: object, 
       // The error's HTTP meaning travels with it, headers included (Retry-After).
       http: Object.keys(appError.headers).length ? { status: appError.status, headers: appError.headers } : { status: appError.status },
       ...appError.extra,
+      ...graphqlIssues(appError),
     },
   });
 }
@@ -39,4 +41,91 @@ export function fromGraphQLError(error: GraphQLError): AppError {
   } & Record<string, unknown>;
   const known = code !== undefined && errorEntry(code) ? (code as ErrorCode) : 'internal_error';
   return new AppError(known, error.message, { extra, headers: http?.headers });
+}
+
+// ---- where a validation issue is: each transport names it its own way ----------------------
+
+/** The parts of a REST request a service's `loc` starts with. */
+const REQUEST_PARTS = new Set<unknown>(['body', 'query', 'path']);
+
+/** A root field's argument, as the policy layer's wrapper sees it. */
+export interface FieldArgument {
+  name: string;
+  type: GraphQLInputType;
+}
+
+/**
+ * A service's request location (`['body', 'invitations', 0, 'role']`) as the
+ * path among the field's arguments (`['input', 'invitations', 0, 'role']`).
+ * REST derives its members from the arguments by one naming rule (an
+ * argument's snake_case name, or an input's fields by their REST names), so
+ * the same rule read backwards finds the argument: a member named like an
+ * argument is that argument; otherwise a field of an input-object argument
+ * (a whole body). Undefined when nothing matches.
+ */
+export function argumentPath(loc: readonly (string | number)[], args: readonly FieldArgument[]): (string | number)[] | undefined {
+  if (!REQUEST_PARTS.has(loc[0]) || loc.length < 2) return undefined;
+  const [first, ...rest] = loc.slice(1);
+  const named = args.find((arg) => snake(arg.name) === first);
+  if (named) return [named.name, ...memberPath(named.type, rest)];
+  for (const arg of args) {
+    const inner = getNullableType(arg.type);
+    if (!isInputObjectType(inner)) continue;
+    const field = Object.values(inner.getFields()).find((f) => restName(f) === first);
+    if (field) return [arg.name, field.name, ...memberPath(field.type, rest)];
+  }
+  return undefined;
+}
+
+/** REST member names under an input type as its GraphQL field names; list indexes and anything unknown stay. */
+function memberPath(type: GraphQLInputType, members: readonly (string | number)[]): (string | number)[] {
+  const out: (string | number)[] = [];
+  let at: GraphQLInputType | undefined = type;
+  for (const member of members) {
+    const inner: GraphQLInputType | undefined = at && getNullableType(at);
+    if (inner && isListType(inner) && typeof member === 'number') {
+      out.push(member);
+      at = inner.ofType as GraphQLInputType;
+      continue;
+    }
+    const field: GraphQLInputField | undefined =
+      inner && isInputObjectType(inner) ? Object.values(inner.getFields()).find((f) => restName(f) === member) : undefined;
+    out.push(field ? field.name : member);
+    at = field?.type;
+  }
+  return out;
+}
+
+/**
+ * A validation error thrown by a root field's resolver, each issue given its
+ * path among the field's arguments (the policy layer calls this for every
+ * root field, so every transport that executes the schema gets it). Any other
+ * error is returned as it is.
+ */
+export function locateIssues(error: AppError, args: readonly FieldArgument[]): AppError {
+  const issues = validationIssues(error);
+  if (!issues?.some((issue) => issue.path === undefined)) return error;
+  const located = issues.map((issue) => (issue.path !== undefined ? issue : { ...issue, path: argumentPath(issue.loc, args) }));
+  return new AppError(error.code, error.message, { extra: { ...error.extra, errors: located }, headers: error.headers, cause: error.cause });
+}
+
+/**
+ * GraphQL answers each issue at its path among the arguments. An issue no
+ * root field located (or that matched no argument) keeps its member path
+ * without the REST part: never a REST location like `["body", "role"]`.
+ */
+function graphqlIssues(error: AppError): { errors?: ValidationIssue[] } {
+  const issues = validationIssues(error);
+  if (!issues) return {};
+  return {
+    errors: issues.map(({ loc, msg, type, path }) => ({ loc: path ?? (REQUEST_PARTS.has(loc[0]) ? loc.slice(1) : loc), msg, type })),
+  };
+}
+
+/** A resolver's validation error as REST answers it: each issue at the request location its service wrote. */
+export function restIssues(error: AppError): AppError {
+  const issues = validationIssues(error);
+  if (!issues?.some((issue) => issue.path !== undefined)) return error;
+  const plain = issues.map(({ loc, msg, type }) => ({ loc, msg, type }));
+  return new AppError(error.code, error.message, { extra: { ...error.extra, errors: plain }, headers: error.headers, cause: error.cause });
 }

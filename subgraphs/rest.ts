@@ -41,3 +41,13 @@ export function Rest(hints: RestHints): PropertyDecorator & MethodDecorator {
 export function restHints(field: GraphQLField<unknown, unknown> | GraphQLInputField): RestHints | undefined {
   return field.extensions?.[REST] as RestHints | undefined;
 }
+
+/** camelCase to the REST spelling: createdAt → created_at. */
+export function snake(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/** A field's REST name: its hint's `name`, or the snake_case of its GraphQL name. */
+export function restName(field: GraphQLField<unknown, unknown> | GraphQLInputField): string {
+  return restHints(field)?.name ?? snake(field.name);
+}

@@ -557,3 +557,32 @@ test('role is one enum in GraphQL: me, adminUsers and createInvitation agree, an
   const roleFilter = openapi.paths['/admin/users'].get.parameters.find((p: { name: string }) => p.name === 'role');
   assert.deepEqual(roleFilter.schema.enum, ['owner', 'admin', 'member']);
 });
+
+test('validation issues are located per transport: GraphQL at the argument path, REST at the request location', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token } = await login(app, owner.email);
+  const gql = async (query: string, variables: Record<string, unknown> = {}) =>
+    (await app.inject({ method: 'POST', url: '/graphql', headers: bearer(access_token), payload: { query, variables } })).json();
+  const locs = (errors: { loc: unknown[] }[]) => errors.map((e) => e.loc);
+
+  const one = await gql('mutation($input: InvitationInput!) { createInvitation(input: $input) { id } }', {
+    input: { email: 'not-an-address', role: 'MEMBER' },
+  });
+  assert.equal(one.errors[0].extensions.code, 'validation_error');
+  assert.deepEqual(locs(one.errors[0].extensions.errors), [['input', 'email']]);
+  const rest = await invite(app, access_token, { email: 'not-an-address', role: 'member' });
+  assertCode(rest, 422, 'validation_error');
+  assert.deepEqual(locs(rest.json().errors), [['body', 'email']]);
+
+  // A null role in a patch is refused by the service: in GraphQL under the input argument.
+  const patch = await gql('mutation($id: ID!) { updateAdminUser(userId: $id, input: { role: null }) { role } }', { id: owner.userId });
+  assert.deepEqual(locs(patch.errors[0].extensions.errors), [['input', 'role']]);
+
+  // A top-level argument is its own path; REST names the query parameter.
+  const sort = await gql('{ adminUsers(sort: "nope") { total } }');
+  assert.deepEqual(locs(sort.errors[0].extensions.errors), [['sort']]);
+  const restSort = await app.inject({ method: 'GET', url: '/v1/admin/users?sort=nope', headers: bearer(access_token) });
+  assertCode(restSort, 422, 'validation_error');
+  assert.ok(restSort.json().errors.every((e: { loc: unknown[] }) => e.loc[0] === 'query'), restSort.body);
+});

@@ -115,7 +115,7 @@ test('GraphQL updateMyProfile returns the updated User; omitted name leaves it; 
 
   const invalid = await gql(app, access_token, UPDATE, { input: { name: ' ' } });
   assert.equal(invalid.errors?.[0]?.extensions.code, 'validation_error');
-  assert.deepEqual(invalid.errors?.[0]?.extensions.errors?.map((e) => e.loc), [['body', 'name']]);
+  assert.deepEqual(invalid.errors?.[0]?.extensions.errors?.map((e) => e.loc), [['input', 'name']]);
 
   const cleared = await gql(app, access_token, UPDATE, { input: { name: null } });
   assert.equal((cleared.data!.updateMyProfile as { name: string | null }).name, null);

@@ -74,11 +74,25 @@ export function errorCatalogEntries(): [string, ErrorEntry][] {
   return [...registry.entries()];
 }
 
-/** One failed check on an input: the HTTPValidationError item shape. */
+/**
+ * One failed check on an input: the HTTPValidationError item shape. A
+ * service writes `loc` as a REST request carries the input: its part (body,
+ * query, path), then the member path in the documented names. The GraphQL
+ * layer adds `path`, the same place among the root field's arguments
+ * (subgraphs/errors.ts). Each transport answers its own as the issue's `loc`
+ * and never the other's.
+ */
 export interface ValidationIssue {
   loc: (string | number)[];
   msg: string;
   type: string;
+  path?: (string | number)[];
+}
+
+/** The issues of a validation error; undefined for any other error. */
+export function validationIssues(error: AppError): ValidationIssue[] | undefined {
+  const issues = error.code === 'validation_error' ? error.extra.errors : undefined;
+  return Array.isArray(issues) ? (issues as ValidationIssue[]) : undefined;
 }
 
 export class AppError extends Error {

@@ -1,6 +1,7 @@
 import { MapperKind, mapSchema, type FieldMapper } from '@graphql-tools/utils';
 import type { GraphQLFieldResolver, GraphQLSchema } from 'graphql';
-import { AppError } from '../../src/errors/catalog';
+import { AppError, isAppError } from '../../src/errors/catalog';
+import { locateIssues, type FieldArgument } from '../errors';
 import { nulRefusal } from '../../src/errors/nul';
 import { moduleKeyOutsideModules } from '../../src/auth/policy';
 import type { GraphQLContext } from '../context';
@@ -18,6 +19,9 @@ import { fieldPolicy, type FieldPolicy } from './access';
  * - Text holding U+0000 anywhere in the arguments (nested inputs and lists
  *   included) is refused with 422 validation_error before the resolver
  *   runs, each issue at its argument path (src/errors/nul.ts).
+ * - A validation error the resolver throws gets, for each issue, its path
+ *   among the field's arguments (../errors.ts): GraphQL answers that, REST
+ *   the request location the service wrote.
  * - A heavier operation's root fields take turns (./scheduler.ts).
  * Measuring and admitting an operation (caps, budgets, introspection, MFA
  * enrolment) happens before execution, in each transport's own hook
@@ -32,7 +36,8 @@ export function enforceFieldPolicies(schema: GraphQLSchema, subgraph: string): G
       if (!policy) throw new Error(`${subgraph}: ${typeName}.${fieldName} declares no access policy (@Access)`);
       const inner = field[kind];
       if (!inner) return field;
-      return { ...field, [kind]: guarded(inner as GraphQLFieldResolver<unknown, GraphQLContext>, policy) };
+      const args = Object.entries(field.args ?? {}).map(([name, arg]): FieldArgument => ({ name, type: arg.type }));
+      return { ...field, [kind]: guarded(inner as GraphQLFieldResolver<unknown, GraphQLContext>, policy, args) };
     };
   return mapSchema(schema, {
     [MapperKind.QUERY_ROOT_FIELD]: guard('resolve'),
@@ -41,8 +46,15 @@ export function enforceFieldPolicies(schema: GraphQLSchema, subgraph: string): G
   });
 }
 
-function guarded(inner: GraphQLFieldResolver<unknown, GraphQLContext>, policy: FieldPolicy): GraphQLFieldResolver<unknown, GraphQLContext> {
-  return (source, args, ctx, info) => {
+function guarded(
+  inner: GraphQLFieldResolver<unknown, GraphQLContext>,
+  policy: FieldPolicy,
+  fieldArgs: readonly FieldArgument[],
+): GraphQLFieldResolver<unknown, GraphQLContext> {
+  const located = (error: unknown): never => {
+    throw isAppError(error) ? locateIssues(error, fieldArgs) : error;
+  };
+  const resolve: GraphQLFieldResolver<unknown, GraphQLContext> = (source, args, ctx, info) => {
     const kind = ctx.principal.kind;
     if (kind === 'anonymous' && policy.auth !== 'public') {
       throw ctx.principal.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
@@ -52,4 +64,16 @@ function guarded(inner: GraphQLFieldResolver<unknown, GraphQLContext>, policy: F
     if (refused) throw refused;
     return ctx.run ? ctx.run.run(() => inner(source, args, ctx, info)) : inner(source, args, ctx, info);
   };
+  // A synchronous answer stays synchronous: only a promise gets a rejection handler.
+  return (source, args, ctx, info) => {
+    let result: unknown;
+    try {
+      result = resolve(source, args, ctx, info);
+    } catch (error) {
+      return located(error);
+    }
+    return isPromise(result) ? result.then(undefined, located) : result;
+  };
 }
+
+const isPromise = (value: unknown): value is Promise<unknown> => typeof (value as Promise<unknown> | null)?.then === 'function';
