@@ -16,6 +16,7 @@ Commands:
   serve                       Start the API server (the default)
   create-owner                Create a company and its owner
       --email E --password P --company NAME [--superadmin]
+      [--allow-duplicate-name]   (a name another company has is refused without it)
   create-api-key              Create a company API key (the key is shown once)
       --company <name or id> [--name N]   (name defaults to "cli")
   subgraph <name>             Serve one subgraph alone for a federation gateway
@@ -91,6 +92,7 @@ async function createOwner(args: string[]) {
     password: { type: 'string' },
     company: { type: 'string' },
     superadmin: { type: 'boolean' },
+    'allow-duplicate-name': { type: 'boolean' },
   });
   if (values.help) return console.log(USAGE);
   const input = {
@@ -98,8 +100,19 @@ async function createOwner(args: string[]) {
     password: required(values, 'password'),
     company: required(values, 'company'),
     superadmin: values.superadmin === true,
+    allowDuplicateName: values['allow-duplicate-name'] === true,
   };
-  const { company, user } = await oneShot((s) => s.domains.identity.accounts.createCompanyWithOwner(input));
+  const { company, user } = await oneShot(async (s) => {
+    try {
+      return await s.domains.identity.accounts.createCompanyWithOwner(input);
+    } catch (error) {
+      // The service refuses a taken name; the flag that overrides it is the CLI's to name.
+      if (isAppError(error) && error.extra.duplicate_of) {
+        throw new Refused(`${error.message}. Pass --allow-duplicate-name to create another company with this name.`);
+      }
+      throw error;
+    }
+  });
   console.log(JSON.stringify({ company_id: company.id, user_id: user.id, email: user.email }));
 }
 
@@ -114,7 +127,11 @@ async function createApiKey(args: string[]) {
     let company = UUID.test(ref) ? (await identity.accounts.companiesByIds([ref.toLowerCase()]))[0] : null;
     if (!company) {
       const named = await identity.accounts.findCompaniesByName(ref);
-      if (named.length > 1) throw new Refused(`More than one company is named "${ref}"; pass its id instead`);
+      if (named.length > 1) {
+        throw new Refused(
+          [`${named.length} companies are named "${ref}"; pass the id of the one you mean as --company:`, ...named.map((c) => `  ${c.id}  ${c.name} (created ${c.createdAt.toISOString()})`)].join('\n'),
+        );
+      }
       company = named[0] ?? null;
     }
     if (!company) throw new Refused(`No company with id or name "${ref}"`);

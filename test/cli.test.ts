@@ -86,6 +86,43 @@ test('create-owner and create-api-key give working credentials', async (t) => {
   assert.ok(key.key.startsWith(rows[0]!.prefix));
 });
 
+test('create-owner refuses a company name that exists (trimmed, any case) unless --allow-duplicate-name; create-api-key lists the ids of an ambiguous name', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-cli-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const first = await atrium(dir, 'create-owner', '--email', 'one@acme.test', '--password', PASSWORD, '--company', 'Acme');
+  assert.equal(first.code, 0, first.stderr);
+  const firstId = lastJson(first.stdout).company_id as string;
+
+  const twice = await atrium(dir, 'create-owner', '--email', 'two@acme.test', '--password', PASSWORD, '--company', '  ACME ');
+  assert.equal(twice.code, 1, twice.stderr);
+  assert.match(twice.stderr, /company named "Acme" already exists/);
+  assert.ok(twice.stderr.includes(firstId), twice.stderr);
+  assert.match(twice.stderr, /--allow-duplicate-name/);
+
+  // One company key by name still works while the name is unique, in any case.
+  const unique = await atrium(dir, 'create-api-key', '--company', 'acme');
+  assert.equal(unique.code, 0, unique.stderr);
+
+  const allowed = await atrium(dir, 'create-owner', '--email', 'two@acme.test', '--password', PASSWORD, '--company', 'Acme', '--allow-duplicate-name');
+  assert.equal(allowed.code, 0, allowed.stderr);
+  const secondId = lastJson(allowed.stdout).company_id as string;
+  assert.notEqual(secondId, firstId);
+
+  const ambiguous = await atrium(dir, 'create-api-key', '--company', 'Acme');
+  assert.equal(ambiguous.code, 1, ambiguous.stderr);
+  assert.match(ambiguous.stderr, /2 companies are named "Acme"; pass the id/);
+  assert.ok(ambiguous.stderr.includes(firstId) && ambiguous.stderr.includes(secondId), ambiguous.stderr);
+
+  const byId = await atrium(dir, 'create-api-key', '--company', secondId);
+  assert.equal(byId.code, 0, byId.stderr);
+
+  const app = await buildApp({ env: { DATA_DIR: dir, SCRYPT_COST: '1024' }, logger: false });
+  t.after(() => app.close());
+  const rows = (await app.kernel.orm.em.fork().getConnection().execute('select name from companies order by created_at')) as { name: string }[];
+  assert.deepEqual(rows.map((r) => r.name), ['Acme', 'Acme'], 'the refused run created nothing');
+});
+
 test('help, unknown commands and missing flags', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-cli-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -41,10 +41,14 @@ export interface Seeded {
   email: string;
 }
 
-/** Creates a company and its owner through the core service, as the CLI does. */
+/**
+ * Creates a company and its owner through the core service, as the CLI does.
+ * Tests seed several companies of the default name, so a duplicate name is
+ * allowed here (the rule against it has its own tests, in cli.test.ts).
+ */
 export async function seedOwner(app: FastifyInstance, email = `owner-${Math.random().toString(36).slice(2)}@example.com`, company = 'Acme'): Promise<Seeded> {
   const { company: c, user } = await inContext(app.kernel.orm, () =>
-    app.domains.identity.accounts.createCompanyWithOwner({ email, password: PASSWORD, company }),
+    app.domains.identity.accounts.createCompanyWithOwner({ email, password: PASSWORD, company, allowDuplicateName: true }),
   );
   return { companyId: c.id, userId: user.id, email };
 }

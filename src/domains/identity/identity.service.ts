@@ -1,4 +1,5 @@
 import type { Orm } from '../../db/orm';
+import type { SqlDialect } from '../../db/dialect';
 import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { hashPassword } from '../../auth/password';
@@ -83,6 +84,7 @@ export class IdentityService {
 
   constructor(
     private readonly orm: Orm,
+    private readonly dialect: SqlDialect,
     private readonly reads: ReadStore,
     changes: ChangeSignal,
     private readonly config: IdentitySettings,
@@ -98,12 +100,19 @@ export class IdentityService {
     return this.planIds.get(companyId, () => this.reads.get<{ plan_id: string }>('select plan_id from companies where id = ?', companyId)?.plan_id ?? null);
   }
 
-  /** Creates a company and its first owner (CLI and first-start bootstrap). */
+  /**
+   * Creates a company and its first owner (CLI and first-start bootstrap).
+   * A name another company already has (trimmed, case-insensitive) is a
+   * 409 conflict naming that company's id, unless `allowDuplicateName`: two
+   * companies called Acme are rarely meant, and make the name useless for
+   * finding either (create-api-key --company).
+   */
   async createCompanyWithOwner(input: {
     email: string;
     password: string;
     company: string;
     superadmin?: boolean;
+    allowDuplicateName?: boolean;
   }): Promise<{ company: Company; user: User }> {
     const email = normalizeEmail(input.email);
     const issues: ValidationIssue[] = [];
@@ -115,10 +124,14 @@ export class IdentityService {
     if (issues.length) throw AppError.validation(issues);
 
     if (await currentEm(this.orm).count(User, { email })) throw new AppError('conflict', 'A user with this email already exists');
+    const name = input.company.trim();
+    if (!input.allowDuplicateName) await this.refuseTakenName(name);
     const passwordHash = await hashPassword(input.password, this.config.scryptCost);
     // The company, its owner, its audit entry and its credit account with the first month's credits commit together.
     return transaction(this.orm, async (em) => {
-      const company = em.create(Company, { name: input.company.trim() });
+      // Again inside the write: another process may have taken the name while the password was hashed.
+      if (!input.allowDuplicateName) await this.refuseTakenName(name);
+      const company = em.create(Company, { name });
       const user = em.create(User, { company, email, passwordHash, role: 'owner', isSuperadmin: input.superadmin ?? false });
       await this.audit.record({
         action: 'company.created',
@@ -164,9 +177,27 @@ export class IdentityService {
     return currentEm(this.orm).count(User, {});
   }
 
-  /** Company names need not be unique, so every match is returned. */
+  /**
+   * The companies called `name`, trimmed and case-insensitively, oldest
+   * first. Names are unique unless an operator allowed a duplicate, so this
+   * may find more than one.
+   */
   async findCompaniesByName(name: string): Promise<Company[]> {
-    return currentEm(this.orm).find(Company, { name }, { limit: 2 });
+    const wanted = name.trim().toLowerCase();
+    if (!wanted) return [];
+    // The dialect narrows (case-insensitive contains); the exact comparison is the one rule, here.
+    const candidates = await currentEm(this.orm).find(Company, this.dialect.containsText<Company>('name', wanted), {
+      orderBy: { createdAt: 'asc', id: 'asc' },
+    });
+    return candidates.filter((c) => c.name.trim().toLowerCase() === wanted);
+  }
+
+  private async refuseTakenName(name: string): Promise<void> {
+    const taken = await this.findCompaniesByName(name);
+    if (!taken.length) return;
+    throw new AppError('conflict', `A company named "${taken[0]!.name}" already exists (id ${taken.map((c) => c.id).join(', ')})`, {
+      extra: { duplicate_of: taken.map((c) => c.id) },
+    });
   }
 
   async companiesByIds(ids: readonly string[]): Promise<(Company | null)[]> {
