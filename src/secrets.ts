@@ -40,7 +40,8 @@ export function loadSecrets(dataDir: string, given: Partial<Secrets> = {}): Secr
     ...(storedKeys ? { encryptionKeys: storedKeys } : {}),
   };
   if (JSON.stringify(toStore) !== JSON.stringify(stored)) {
-    fs.mkdirSync(dataDir, { recursive: true });
+    // Owner-only, like the database file (src/db/orm.ts); an existing folder keeps its mode.
+    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     fs.writeFileSync(file, JSON.stringify(toStore, null, 2) + '\n', { mode: 0o600 });
   }
   return secrets;

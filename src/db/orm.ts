@@ -53,12 +53,29 @@ export function ormOptions(databaseFile: string, schema: Schema): Options {
 }
 
 /**
- * Opens the SQLite file (creating its folder), turns on WAL and foreign keys,
- * and applies pending migrations (after recording those that replace
- * migrations the database already ran).
+ * A new database file is created empty (a valid SQLite database), readable by
+ * its owner alone, before SQLite opens it: it holds password hashes, sessions
+ * and encrypted secrets, as secrets.json beside it does (0600). SQLite
+ * creates the -wal and -shm files with the database file's mode, so they are
+ * 0600 too. A folder we create is 0700. An existing file or folder keeps the
+ * mode its operator gave it.
+ */
+function createPrivately(databaseFile: string): void {
+  fs.mkdirSync(path.dirname(databaseFile), { recursive: true, mode: 0o700 });
+  try {
+    fs.closeSync(fs.openSync(databaseFile, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
+/**
+ * Opens the SQLite file (creating it and its folder, owner-only), turns on
+ * WAL and foreign keys, and applies pending migrations (after recording those
+ * that replace migrations the database already ran).
  */
 export async function openDatabase(databaseFile: string, schema: Schema, options: { migrate?: boolean } = {}): Promise<Orm> {
-  if (databaseFile !== ':memory:') fs.mkdirSync(path.dirname(databaseFile), { recursive: true });
+  if (databaseFile !== ':memory:') createPrivately(databaseFile);
   const orm = await MikroORM.init(ormOptions(databaseFile, schema));
   const connection = orm.em.getConnection();
   if (databaseFile !== ':memory:') await connection.execute('pragma journal_mode = wal');
