@@ -106,7 +106,15 @@ export function locateIssues(error: AppError, args: readonly FieldArgument[]): A
   const issues = validationIssues(error);
   if (!issues?.some((issue) => issue.path === undefined)) return error;
   const located = issues.map((issue) => (issue.path !== undefined ? issue : { ...issue, path: argumentPath(issue.loc, args) }));
-  return new AppError(error.code, error.message, { extra: { ...error.extra, errors: located }, headers: error.headers, cause: error.cause });
+  return new AppError(error.code, error.message, { extra: { ...error.extra, errors: located }, headers: error.headers, cause: error });
+}
+
+/** A validation error found in the arguments themselves: each issue's loc is its path among them. */
+export function atArguments(error: AppError): AppError {
+  const issues = validationIssues(error);
+  if (!issues) return error;
+  const located = issues.map((issue) => ({ ...issue, path: issue.loc }));
+  return new AppError(error.code, error.message, { extra: { ...error.extra, errors: located }, headers: error.headers, cause: error });
 }
 
 /**
@@ -127,5 +135,5 @@ export function restIssues(error: AppError): AppError {
   const issues = validationIssues(error);
   if (!issues?.some((issue) => issue.path !== undefined)) return error;
   const plain = issues.map(({ loc, msg, type }) => ({ loc, msg, type }));
-  return new AppError(error.code, error.message, { extra: { ...error.extra, errors: plain }, headers: error.headers, cause: error.cause });
+  return new AppError(error.code, error.message, { extra: { ...error.extra, errors: plain }, headers: error.headers, cause: error });
 }

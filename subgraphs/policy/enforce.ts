@@ -1,7 +1,7 @@
 import { MapperKind, mapSchema, type FieldMapper } from '@graphql-tools/utils';
 import type { GraphQLFieldResolver, GraphQLSchema } from 'graphql';
 import { AppError, isAppError } from '../../src/errors/catalog';
-import { locateIssues, type FieldArgument } from '../errors';
+import { atArguments, locateIssues, type FieldArgument } from '../errors';
 import { nulRefusal } from '../../src/errors/nul';
 import { moduleKeyOutsideModules } from '../../src/auth/policy';
 import type { GraphQLContext } from '../context';
@@ -61,7 +61,8 @@ function guarded(
     }
     if (kind === 'module_key' && policy.auth === 'authenticated') throw moduleKeyOutsideModules();
     const refused = nulRefusal(args);
-    if (refused) throw refused;
+    // Found by walking the arguments: each issue's loc is already its path among them.
+    if (refused) throw atArguments(refused);
     return ctx.run ? ctx.run.run(() => inner(source, args, ctx, info)) : inner(source, args, ctx, info);
   };
   // A synchronous answer stays synchronous: only a promise gets a rejection handler.
