@@ -356,7 +356,7 @@ test('suspend and unsuspend: sessions end, login refused, throttle cleared; audi
 
   // GraphQL and PATCH status do the same.
   const viaGql = await gql(app, s.owner, 'mutation($id: ID!) { suspendUser(userId: $id, reason: "again") { status activeSessionCount } }', { id: s.memberA.userId });
-  assert.deepEqual(viaGql.data?.suspendUser, { status: 'suspended', activeSessionCount: 0 });
+  assert.deepEqual(viaGql.data?.suspendUser, { status: 'SUSPENDED', activeSessionCount: 0 });
   assert.equal((await req(app, 'PATCH', url, s.owner, { status: 'active' })).json().status, 'active');
   const token = (await login(app, s.memberA.email)).access_token;
   assert.equal((await req(app, 'PATCH', url, s.owner, { status: 'suspended' })).json().status, 'suspended');

@@ -453,8 +453,8 @@ test('GraphQL: the same operations, with catalog codes', async (t) => {
     { input: { email: 'gql@example.com', role: 'MEMBER' } },
     access_token,
   );
-  assert.equal(created.json().data.createInvitation.status, 'pending', created.body);
-  const list = await gql('{ invitations(status: "pending") { items { email } page perPage total } }', {}, access_token);
+  assert.equal(created.json().data.createInvitation.status, 'PENDING', created.body);
+  const list = await gql('{ invitations(status: PENDING) { items { email } page perPage total } }', {}, access_token);
   assert.deepEqual(list.json().data.invitations, { items: [{ email: 'gql@example.com' }], page: 1, perPage: 20, total: 1 });
   const bad = await gql(
     'mutation($input: AcceptInvitationInput!) { acceptInvitation(input: $input) { accessToken } }',
@@ -585,4 +585,103 @@ test('validation issues are located per transport: GraphQL at the argument path,
   const restSort = await app.inject({ method: 'GET', url: '/v1/admin/users?sort=nope', headers: bearer(access_token) });
   assertCode(restSort, 422, 'validation_error');
   assert.ok(restSort.json().errors.every((e: { loc: unknown[] }) => e.loc[0] === 'query'), restSort.body);
+});
+
+test('statuses are GraphQL enums: adminUsers, invitations and their status filters agree, and REST keeps lower-case statuses', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token } = await login(app, owner.email);
+  const gql = async (query: string, variables: Record<string, unknown> = {}) =>
+    (await app.inject({ method: 'POST', url: '/graphql', headers: bearer(access_token), payload: { query, variables } })).json();
+  const rest = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) =>
+    app.inject({ method, url: `/v1${url}`, headers: bearer(access_token), ...(payload ? { payload } : {}) });
+
+  // User statuses: the identity User and the admin AdminUser answer the same enum, and the filter and the patch take it.
+  const member = await seedUser(app, owner.companyId);
+  const memberId = (await gql('{ adminUsers(role: MEMBER) { items { id } } }')).data.adminUsers.items[0].id as string;
+  const me = await gql('{ me { user { status } } adminUsers(status: ACTIVE) { total items { status } } }');
+  assert.deepEqual(me.data, { me: { user: { status: 'ACTIVE' } }, adminUsers: { total: 2, items: [{ status: 'ACTIVE' }, { status: 'ACTIVE' }] } }, JSON.stringify(me));
+  const suspended = await gql('mutation($id: ID!, $input: AdminUserPatchInput!) { updateAdminUser(userId: $id, input: $input) { status } }', {
+    id: memberId,
+    input: { status: 'SUSPENDED' },
+  });
+  assert.deepEqual(suspended.data, { updateAdminUser: { status: 'SUSPENDED' } }, JSON.stringify(suspended));
+  const filtered = await gql('{ adminUsers(status: SUSPENDED) { items { id status } } }');
+  assert.deepEqual(filtered.data.adminUsers.items, [{ id: memberId, status: 'SUSPENDED' }]);
+  // A lower-case string is not a status in GraphQL, as a filter or in a patch.
+  assert.equal((await gql('{ adminUsers(status: "suspended") { total } }')).errors?.[0]?.extensions.code, 'bad_request');
+  const patchString = await gql(`mutation { updateAdminUser(userId: "${memberId}", input: { status: "active" }) { status } }`);
+  assert.equal(patchString.errors?.[0]?.extensions.code, 'bad_request');
+  // REST: lower-case in the answer, the query filter and the body; the GraphQL name is refused.
+  const restUsers = await rest('GET', '/admin/users?status=suspended');
+  assert.equal(restUsers.statusCode, 200, restUsers.body);
+  assert.deepEqual(restUsers.json().items.map((u: { email: string; status: string }) => [u.email, u.status]), [[member.email, 'suspended']]);
+  assertCode(await rest('GET', '/admin/users?status=SUSPENDED'), 422, 'validation_error');
+  const reactivated = await rest('PATCH', `/admin/users/${memberId}`, { status: 'active' });
+  assert.equal(reactivated.statusCode, 200, reactivated.body);
+  assert.equal(reactivated.json().status, 'active');
+  assertCode(await rest('PATCH', `/admin/users/${memberId}`, { status: 'SUSPENDED' }), 422, 'validation_error');
+
+  // Invitation statuses: created, revoked and lapsed over GraphQL, each filtered by its enum value.
+  const create = (email: string) => gql(`mutation { createInvitation(input: { email: "${email}", role: MEMBER }) { id status } }`);
+  const pending = await create('pending@example.com');
+  assert.equal(pending.data.createInvitation.status, 'PENDING', JSON.stringify(pending));
+  const revokedId = (await create('revoked@example.com')).data.createInvitation.id as string;
+  const revoked = await gql('mutation($id: ID!) { revokeInvitation(id: $id) { status } }', { id: revokedId });
+  assert.deepEqual(revoked.data, { revokeInvitation: { status: 'REVOKED' } }, JSON.stringify(revoked));
+  const expiredId = (await create('expired@example.com')).data.createInvitation.id as string;
+  await sql(app, 'update invitations set expires_at = ? where id = ?', [Date.now() - 1000, expiredId]);
+  const byStatus = await gql(
+    'query($s: InvitationStatus) { p: invitations(status: PENDING) { items { email status } } r: invitations(status: REVOKED) { items { email status } } ' +
+      'e: invitations(status: $s) { items { email status } } a: invitations(status: ACCEPTED) { total } }',
+    { s: 'EXPIRED' },
+  );
+  assert.deepEqual(
+    byStatus.data,
+    {
+      p: { items: [{ email: 'pending@example.com', status: 'PENDING' }] },
+      r: { items: [{ email: 'revoked@example.com', status: 'REVOKED' }] },
+      e: { items: [{ email: 'expired@example.com', status: 'EXPIRED' }] },
+      a: { total: 0 },
+    },
+    JSON.stringify(byStatus),
+  );
+  assert.equal((await gql('{ invitations(status: "pending") { total } }')).errors?.[0]?.extensions.code, 'bad_request');
+
+  // A bulk invitation's rows: CREATED or FAILED over GraphQL, created or failed over REST.
+  const bulk = await gql('mutation($input: BulkInvitationInput!) { createInvitations(input: $input) { results { email status } } }', {
+    input: { invitations: [{ email: 'bulk@example.com', role: 'MEMBER' }, { email: 'pending@example.com', role: 'MEMBER' }] },
+  });
+  assert.deepEqual(
+    bulk.data.createInvitations.results,
+    [
+      { email: 'bulk@example.com', status: 'CREATED' },
+      { email: 'pending@example.com', status: 'FAILED' },
+    ],
+    JSON.stringify(bulk),
+  );
+  const restBulk = await rest('POST', '/admin/invitations/bulk', {
+    invitations: [
+      { email: 'bulk-rest@example.com', role: 'member' },
+      { email: 'bulk@example.com', role: 'member' },
+    ],
+  });
+  assert.equal(restBulk.statusCode, 201, restBulk.body);
+  assert.deepEqual(restBulk.json().results.map((r: { status: string }) => r.status), ['created', 'failed']);
+  assert.equal(restBulk.json().results[0].invitation.status, 'pending');
+
+  // REST invitation statuses: lower-case in the answer and the filter; the GraphQL name is refused.
+  const restRevoked = await rest('GET', '/admin/invitations?status=revoked');
+  assert.equal(restRevoked.statusCode, 200, restRevoked.body);
+  assert.deepEqual(restRevoked.json().items.map((i: { email: string; status: string }) => [i.email, i.status]), [['revoked@example.com', 'revoked']]);
+  assert.deepEqual((await rest('GET', '/admin/invitations?status=expired')).json().items.map((i: { status: string }) => i.status), ['expired']);
+  assertCode(await rest('GET', '/admin/invitations?status=REVOKED'), 422, 'validation_error');
+
+  // The REST contract keeps the lower-case values.
+  const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  const param = (path: string, name: string) => openapi.paths[path].get.parameters.find((p: { name: string }) => p.name === name).schema.enum;
+  assert.deepEqual(param('/admin/users', 'status'), ['active', 'suspended']);
+  assert.deepEqual(param('/admin/invitations', 'status'), ['pending', 'accepted', 'revoked', 'expired']);
+  const patchBody = openapi.paths['/admin/users/{user_id}'].patch.requestBody.content['application/json'].schema;
+  assert.deepEqual(patchBody.properties.status.enum, ['active', 'suspended']);
 });

@@ -13,6 +13,7 @@ import {
 } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
 import { RoleValue } from '../shared/role';
+import { UserStatusValue } from '../shared/user-status';
 import {
   AdminForceLogoutType,
   AdminPasswordResetType,
@@ -60,7 +61,7 @@ export class AdminUsersResolver {
     @Ctx() ctx: GraphQLContext,
     @Arg('q', () => String, { nullable: true }) q?: string | null,
     @Arg('role', () => RoleValue, { nullable: true }) role?: RoleValue | null,
-    @Arg('status', () => String, { nullable: true }) status?: string | null,
+    @Arg('status', () => UserStatusValue, { nullable: true }) status?: UserStatusValue | null,
     @Arg('sort', () => String, { defaultValue: 'created_at' }) sort?: string,
     @Arg('page', () => Int, { defaultValue: 1 }) page?: number,
     @Arg('perPage', () => Int, { defaultValue: ADMIN_USERS_PER_PAGE }) perPage?: number,

@@ -3,6 +3,7 @@ import { PageType } from '../page';
 import { Rest } from '../rest';
 import { roles, userStatuses } from '../../src/domains/identity';
 import { RoleValue } from '../shared/role';
+import { UserStatusValue } from '../shared/user-status';
 
 @ObjectType('AdminUserCompany', { description: 'The company a user belongs to, as administration lists show it' })
 export class AdminUserCompanyType {
@@ -30,9 +31,9 @@ export class AdminUserType {
   @Field(() => RoleValue)
   role!: RoleValue;
 
-  @Rest({ enum: userStatuses })
-  @Field({ description: 'active or suspended' })
-  status!: string;
+  @Rest({ enum: userStatuses, description: 'active or suspended' })
+  @Field(() => UserStatusValue)
+  status!: UserStatusValue;
 
   @Field({ description: 'Platform operator (acts across companies)' })
   isSuperadmin!: boolean;
@@ -161,7 +162,7 @@ export class AdminUserPatchInput {
   @Field(() => RoleValue, { nullable: true, description: 'Only an owner grants OWNER' })
   role?: RoleValue | null;
 
-  @Rest({ enum: userStatuses })
-  @Field(() => String, { nullable: true, description: 'active or suspended (suspending ends every session)' })
-  status?: string | null;
+  @Rest({ enum: userStatuses, description: 'active or suspended (suspending ends every session)' })
+  @Field(() => UserStatusValue, { nullable: true, description: 'Suspending ends every session' })
+  status?: UserStatusValue | null;
 }

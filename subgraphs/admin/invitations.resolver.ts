@@ -5,6 +5,7 @@ import type { GraphQLContext } from '../context';
 import { invitationStatuses, MAX_BULK_INVITATIONS, roles, type IdentityApi, type InvitationService } from '../../src/domains/identity';
 import { PageType } from '../page';
 import { RoleValue } from '../shared/role';
+import { BulkInvitationOutcomeStatusValue, InvitationStatusValue } from '../shared/invitation-status';
 
 @ObjectType('Invitation', { description: 'An invitation to join a company with a role' })
 export class InvitationType {
@@ -24,8 +25,8 @@ export class InvitationType {
   role!: RoleValue;
 
   @Rest({ enum: invitationStatuses, description: 'A pending invitation past expires_at is expired' })
-  @Field({ description: 'pending, accepted, revoked or expired (a pending invitation past expiresAt is expired)' })
-  status!: string;
+  @Field(() => InvitationStatusValue, { description: 'A PENDING invitation past expiresAt is EXPIRED' })
+  status!: InvitationStatusValue;
 
   @Rest({ name: 'invited_by', format: 'uuid', description: 'The inviting user; null for an API key' })
   @Field(() => ID, { nullable: true, description: 'The user who invited; null for an API key or a deleted user' })
@@ -76,9 +77,9 @@ export class BulkInvitationOutcomeType {
   @Field()
   email!: string;
 
-  @Rest({ enum: ['created', 'failed'] })
-  @Field({ description: 'created or failed' })
-  status!: string;
+  @Rest({ enum: ['created', 'failed'], description: 'created or failed' })
+  @Field(() => BulkInvitationOutcomeStatusValue)
+  status!: BulkInvitationOutcomeStatusValue;
 
   @Field(() => InvitationType, { nullable: true })
   invitation!: InvitationType | null;
@@ -107,11 +108,11 @@ export class InvitationResolver {
 
   @Access({ auth: 'authenticated' })
   @Query(() => InvitationPageType, {
-    description: "The caller's company's invitations, newest first (owners, admins, API keys); status filters by pending, accepted, revoked or expired",
+    description: "The caller's company's invitations, newest first (owners, admins, API keys); status filters (a PENDING invitation past its expiry counts as EXPIRED)",
   })
   invitations(
     @Ctx() ctx: GraphQLContext,
-    @Arg('status', () => String, { nullable: true }) status: string | null,
+    @Arg('status', () => InvitationStatusValue, { nullable: true }) status: InvitationStatusValue | null,
     @Arg('page', () => Int, { defaultValue: 1 }) page: number,
     @Arg('perPage', () => Int, { defaultValue: 20 }) perPage: number,
   ) {

@@ -2,12 +2,7 @@ import { Directive, Field, ID, InputType, ObjectType, registerEnumType } from 't
 import { Rest } from '../rest';
 import { roles } from '../../src/auth/principal';
 import { RoleValue } from '../shared/role';
-
-export enum UserStatusValue {
-  ACTIVE = 'active',
-  SUSPENDED = 'suspended',
-}
-registerEnumType(UserStatusValue, { name: 'UserStatus' });
+import { UserStatusValue } from '../shared/user-status';
 
 export enum AuthMethodValue {
   SESSION = 'session',

@@ -1,5 +1,6 @@
 import { registerEnumType } from 'type-graphql';
 import type { Role } from '../../src/auth/principal';
+import type { Same } from './same';
 
 /**
  * The one GraphQL `Role`, for every role a field answers or an argument
@@ -17,6 +18,5 @@ export enum RoleValue {
 registerEnumType(RoleValue, { name: 'Role', description: 'A member role within a company' });
 
 // Every domain role has its value here, and nothing else: the enum cannot drift from the domain's list.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
 const sameRoles: Same<`${RoleValue}`, Role> = true;
 void sameRoles;
