@@ -1,4 +1,5 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
+import type { Config } from '../src/config';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
@@ -41,6 +42,15 @@ async function waitForText(page: Page, selector: string, text: string, timeout =
   await page.locator(selector, { hasText: text }).first().waitFor({ timeout });
 }
 
+/** A live server and a browser page on it (in a context of its own); page errors are collected. */
+async function openPage(t: TestContext, env: Record<string, string> = {}, config: Partial<Config> = {}) {
+  const server = await liveServer(t, env, config);
+  const browser = await launchBrowser(t);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  return { ...server, context, page, errors: collectPageErrors(page) };
+}
+
 async function signInOnApp(page: Page, url: string, email: string, password = PASSWORD) {
   await page.goto(`${url}/app`);
   await page.getByLabel('Email').fill(email);
@@ -50,8 +60,7 @@ async function signInOnApp(page: Page, url: string, email: string, password = PA
 }
 
 test('browser: accept an invitation from the outbox link, see the API refuse a short password, and land signed in', { skip }, async (t) => {
-  const { app, url } = await liveServer(t);
-  const browser = await launchBrowser(t);
+  const { app, url, page, errors } = await openPage(t);
   const owner = await seedOwner(app);
   const { access_token } = await login(app, owner.email);
   const invited = await app.inject({
@@ -64,8 +73,6 @@ test('browser: accept an invitation from the outbox link, see the API refuse a s
   const link = await mailedLink(app, 'nora@example.com', 'invitation', '/app/accept-invitation');
   assert.ok(link.startsWith(`${url}/app/accept-invitation?token=`));
 
-  const page = await browser.newPage();
-  const errors = collectPageErrors(page);
   await page.goto(link);
   await screenshot(page, 'accept-invitation');
   await page.getByLabel('Your name').fill('Nora New');
@@ -102,11 +109,8 @@ test('browser: accept an invitation from the outbox link, see the API refuse a s
 });
 
 test('browser: reset a password from the outbox link, then sign in with it', { skip }, async (t) => {
-  const { app, url } = await liveServer(t);
-  const browser = await launchBrowser(t);
+  const { app, url, page, errors } = await openPage(t);
   const owner = await seedOwner(app);
-  const page = await browser.newPage();
-  const errors = collectPageErrors(page);
 
   await page.goto(`${url}/app`);
   await page.getByRole('link', { name: 'Forgot your password?' }).click();
@@ -140,11 +144,8 @@ test('browser: reset a password from the outbox link, then sign in with it', { s
 });
 
 test('browser: GraphiQL runs a subscription over graphql-ws and an audit event arrives', { skip }, async (t) => {
-  const { app, url } = await liveServer(t);
-  const browser = await launchBrowser(t);
+  const { app, url, page, errors } = await openPage(t);
   const owner = await seedOwner(app);
-  const page = await browser.newPage();
-  const errors = collectPageErrors(page);
   // Signed in on /app, GraphiQL's header editor starts with that token.
   await signInOnApp(page, url, owner.email);
   await page.goto(`${url}/graphiql`);
@@ -164,11 +165,8 @@ test('browser: GraphiQL runs a subscription over graphql-ws and an audit event a
 test('browser: the dashboard shows a new audit event, a credit grant and a bulk job live, and says when it reconnects', { skip }, async (t) => {
   // The model answers each row: a bulk job spends credits and shows progress.
   const fake = await fakeOpenAi(t, () => ({ content: 'ok', usage: { prompt: 10, completion: 5 } }));
-  const { app, url } = await liveServer(t, { AI_BASE_URL: fake.url });
-  const browser = await launchBrowser(t);
+  const { app, url, page, errors } = await openPage(t, { AI_BASE_URL: fake.url });
   const owner = await seedOwner(app);
-  const page = await browser.newPage();
-  const errors = collectPageErrors(page);
   // Every upgraded socket, so the test can drop them as a network would.
   const sockets = new Set<{ destroy(): void }>();
   app.server.on('upgrade', (_request, socket) => sockets.add(socket));
@@ -213,10 +211,7 @@ test('browser: the dashboard shows a new audit event, a credit grant and a bulk 
 });
 
 test('browser: "Try it out" in /docs works when the page is opened as localhost', { skip }, async (t) => {
-  const { port } = await liveServer(t);
-  const browser = await launchBrowser(t);
-  const page = await browser.newPage();
-  const errors = collectPageErrors(page);
+  const { port, page, errors } = await openPage(t);
   await page.goto(`http://localhost:${port}/docs`);
   const health = page.locator('.opblock-get', { has: page.locator('[data-path="/health"]') }).first();
   await health.waitFor();
@@ -235,10 +230,7 @@ test('browser: "Try it out" in /docs works when the page is opened as localhost'
 });
 
 test('browser: the landing page', { skip }, async (t) => {
-  const { url } = await liveServer(t);
-  const browser = await launchBrowser(t);
-  const page = await browser.newPage();
-  const errors = collectPageErrors(page);
+  const { url, page, errors } = await openPage(t);
   await page.goto(`${url}/`);
   await waitForText(page, 'h2', 'First steps');
   await screenshot(page, 'landing');
@@ -248,8 +240,7 @@ test('browser: the landing page', { skip }, async (t) => {
 test('browser: a single sign-on with MFA on stops at /app/mfa, shows a wrong code refused, and lands on /app signed in by cookie', { skip }, async (t) => {
   const google = await startMockProvider('google');
   t.after(() => google.stop());
-  const { app, url } = await liveServer(t, {}, { sso: ssoConfig(google, null) });
-  const browser = await launchBrowser(t);
+  const { app, url, context, page, errors } = await openPage(t, {}, { sso: ssoConfig(google, null) });
   const owner = await seedOwner(app);
   const headers = bearer((await login(app, owner.email)).access_token);
   const setup = await app.inject({ method: 'POST', url: '/v1/me/mfa/setup', headers });
@@ -257,9 +248,6 @@ test('browser: a single sign-on with MFA on stops at /app/mfa, shows a wrong cod
   assert.equal((await app.inject({ method: 'POST', url: '/v1/me/mfa/verify', headers, payload: { totp_code: totp(secret) } })).statusCode, 200);
   await resetReplayGuard(app, owner.userId);
 
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  const errors = collectPageErrors(page);
   google.nextIdToken(googleClaims(`g-${owner.email}`, owner.email));
   // The provider's consent is automatic at the mock: start, consent, callback, then the MFA page.
   await page.goto(`${url}/v1/auth/google/start`);
@@ -286,11 +274,8 @@ test('browser: a single sign-on with MFA on stops at /app/mfa, shows a wrong cod
 });
 
 test('browser: confirm an email change and cancel a scheduled deletion from their mailed links', { skip }, async (t) => {
-  const { app, url } = await liveServer(t);
-  const browser = await launchBrowser(t);
+  const { app, url, page, errors } = await openPage(t);
   const owner = await seedOwner(app);
-  const page = await browser.newPage();
-  const errors = collectPageErrors(page);
   await signInOnApp(page, url, owner.email);
   const headers = bearer((await login(app, owner.email)).access_token);
 

@@ -1,9 +1,8 @@
 import fp from 'fastify-plugin';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { FastifyReply } from 'fastify';
 import type { ErrorEntry } from '../errors/catalog';
-import { html, PAGE_CSP, renderPage } from './web';
+import { html, renderPage, sendPage } from './web';
 
 /**
  * Swagger UI's browser bundle. @fastify/swagger-ui ships it without the
@@ -35,10 +34,6 @@ const DOCS_PAGE = `<!doctype html>
 </body>
 </html>
 `;
-
-function sendPage(reply: FastifyReply, body: string) {
-  return reply.header('content-security-policy', PAGE_CSP).header('referrer-policy', 'same-origin').type('text/html; charset=utf-8').send(body);
-}
 
 /** /openapi.json, the API reference at /docs, and the error catalog at /docs/errors (a page per code). */
 export const docsPlugin = fp<{ openapi: object; errors: Readonly<Record<string, ErrorEntry>> }>(

@@ -71,7 +71,7 @@ const GRAPHIQL_PAGE = `<!doctype html>
 `;
 
 /** An HTML page: its own CSP, and a Referer kept to this origin (the API's CSRF check reads Origin or Referer). */
-function sendPage(reply: FastifyReply, body: string) {
+export function sendPage(reply: FastifyReply, body: string) {
   return reply
     .header('content-security-policy', PAGE_CSP)
     .header('referrer-policy', 'same-origin')

@@ -66,6 +66,14 @@ function signIn() {
   });
 }
 
+/** The signed-in caller's profile, after the sign-in form if nobody is; undefined when a problem was shown instead. */
+async function signedInProfile() {
+  const profile = await currentProfile().catch((error) => showProblem(error));
+  if (profile !== null) return profile ?? undefined;
+  await signIn();
+  return (await currentProfile().catch((error) => showProblem(error))) ?? undefined;
+}
+
 function showProfile(profile) {
   const card = $('signed-in');
   const values = {
@@ -80,14 +88,9 @@ function showProfile(profile) {
 
 const pages = {
   async ''() {
-    let profile = await currentProfile().catch((error) => showProblem(error));
-    if (profile === undefined) return;
     if (params.has('welcome')) showDone('Welcome to Atrium: your account is ready.');
-    if (!profile) {
-      await signIn();
-      profile = await currentProfile().catch((error) => showProblem(error));
-      if (!profile) return;
-    }
+    const profile = await signedInProfile();
+    if (!profile) return;
     showProfile(profile);
     $('sign-out').addEventListener('click', async () => {
       const done = await submitting($('signed-in'), async () => {
@@ -157,13 +160,8 @@ const pages = {
   },
 
   async 'cancel-deletion'() {
-    let profile = await currentProfile().catch((error) => showProblem(error));
-    if (profile === undefined) return;
-    if (!profile) {
-      await signIn();
-      profile = await currentProfile().catch((error) => showProblem(error));
-      if (!profile) return;
-    }
+    const profile = await signedInProfile();
+    if (!profile) return;
     const form = $('cancel-deletion');
     $('deletion-when').textContent = profile.deletion_scheduled_for
       ? `Your account is scheduled for deletion on ${new Date(profile.deletion_scheduled_for).toLocaleString()}.`
@@ -186,13 +184,8 @@ const pages = {
     if (topup === 'cancelled') showDone('The top-up was cancelled; nothing was charged.');
     if (subscription === 'paid') showDone('Thank you: the plan is paid. It takes effect as soon as the payment processor confirms the payment.');
     if (subscription === 'cancelled') showDone('The plan change was cancelled; nothing was charged.');
-    let profile = await currentProfile().catch((error) => showProblem(error));
-    if (profile === undefined) return;
-    if (!profile) {
-      await signIn();
-      profile = await currentProfile().catch((error) => showProblem(error));
-      if (!profile) return;
-    }
+    const profile = await signedInProfile();
+    if (!profile) return;
     const credits = await api('GET', '/billing/credits').catch((error) => showProblem(error));
     if (!credits) return;
     const card = $('balance');
