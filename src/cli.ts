@@ -7,6 +7,7 @@ import { mailStatuses, type MailStatus } from './mail/outbox.entity';
 import { jobStatus, jobStatuses, type JobRecord, type JobStatus } from './jobs/job-queue';
 import { buildApp } from './app';
 import { loggableError } from './kernel/log-redaction';
+import { describeListenError, SERVER_LISTEN_SETTINGS } from './kernel/listen-error';
 import { identityDomain } from './domains/identity';
 import { isSubgraphName, serveSubgraph, subgraphDefinition } from '../subgraphs/serve';
 
@@ -256,7 +257,8 @@ async function jobs(args: string[]) {
 
 /** Stops `stop` on the first SIGINT/SIGTERM, then exits. */
 function onSignal(stop: () => Promise<void>, log: (msg: string) => void) {
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  // SIGHUP too: a closed terminal would otherwise end the process without closing the database.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
       log(`${signal}: shutting down`);
       stop()
@@ -274,7 +276,14 @@ async function serve(args: string[]) {
   if (values.help) return console.log(USAGE);
   const app = await buildApp();
   const { host, port } = app.config;
-  await app.listen({ host, port });
+  try {
+    await app.listen({ host, port });
+  } catch (error) {
+    // buildApp opened the database and started the worker: close them before leaving.
+    await app.close();
+    const line = describeListenError(error, { host, port }, SERVER_LISTEN_SETTINGS);
+    throw line ? new Refused(line) : error;
+  }
   onSignal(() => app.close(), (msg) => app.log.info(msg));
 }
 
@@ -299,16 +308,26 @@ async function subgraph(args: string[]) {
   // process: it runs the jobs of the domains it booted (the mail the identity subgraph queues, its sweeps).
   const atrium = await boot(config, { domains: [identityDomain, ...subgraphDefinition(name).domains], background: true });
   const { kernel } = atrium;
-  const served = await serveSubgraph(name, {
-    host: config.host,
-    port: config.port,
-    orm: kernel.orm,
-    budgets: kernel.budgets,
-    limits: config.graphql,
-    trustProxy: config.trustProxy,
-    domains: atrium.domains,
-    log: kernel.log,
-  });
+  let served;
+  try {
+    served = await serveSubgraph(name, {
+      host: config.host,
+      port: config.port,
+      orm: kernel.orm,
+      budgets: kernel.budgets,
+      limits: config.graphql,
+      trustProxy: config.trustProxy,
+      domains: atrium.domains,
+      log: kernel.log,
+    });
+  } catch (error) {
+    await atrium.close();
+    const line = describeListenError(error, config, {
+      host: typeof values.host === 'string' ? '--host' : 'HOST',
+      port: port !== undefined ? '--port' : 'PORT',
+    });
+    throw line ? new Refused(line) : error;
+  }
   console.error(`atrium: ${name} subgraph listening at ${served.url}`);
   onSignal(async () => {
     await served.stop();

@@ -1,5 +1,6 @@
 import { ApolloServer, HeaderMap, type ApolloServerOptions, type ApolloServerPlugin, type HTTPGraphQLResponse } from '@apollo/server';
 import type { IncomingMessage } from 'node:http';
+import net, { type ListenOptions } from 'node:net';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import {
   ApolloServerPluginInlineTraceDisabled,
@@ -109,6 +110,38 @@ export function subgraphDefinition(name: SubgraphName) {
  */
 export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOptions): Promise<ServedSubgraph> {
   const definition = subgraphDefinition(name);
+  const bound = await bind(options.host, options.port);
+  try {
+    return await serveOn(bound, name, definition, options);
+  } catch (error) {
+    bound.close();
+    throw error;
+  }
+}
+
+/**
+ * Binds the address first, so that a refusal (a busy or privileged port) is
+ * this promise's rejection with the system error (its code, address and
+ * port): Apollo's standalone server has no 'error' listener on its own
+ * socket, and the same failure there is an uncaught exception.
+ */
+function bind(host: string, port: number): Promise<net.Server> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen({ host, port }, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}
+
+async function serveOn(
+  bound: net.Server,
+  name: SubgraphName,
+  definition: ReturnType<typeof subgraphDefinition>,
+  options: ServeSubgraphOptions,
+): Promise<ServedSubgraph> {
   const subgraph = (await buildSubgraphs()).find((s) => s.name === name)!;
   const container = new ResolverContainer(resolverInstances([definition], options.domains));
   const access = options.domains.identity.access;
@@ -166,7 +199,8 @@ export async function serveSubgraph(name: SubgraphName, options: ServeSubgraphOp
   });
 
   const { url } = await startStandaloneServer(server, {
-    listen: { host: options.host, port: options.port },
+    // server.listen(handle) serves a socket bound already (node's documented form); Apollo passes this on as is.
+    listen: bound as unknown as ListenOptions,
     context: async ({ req }) => {
       const ip = clientIp(req, options.trustProxy);
       const idempotencyKey = req.headers['idempotency-key'];
