@@ -1,0 +1,74 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
+}
+
+test('SIGTERM to `npm start` stops the server it started (no orphan left on the port)', { timeout: 30_000 }, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-npm-start-'));
+  const npm = spawn('npm', ['start'], {
+    cwd: ROOT,
+    env: { ...process.env, DATA_DIR: dir, HOST: '127.0.0.1', PORT: '0', SCRYPT_COST: '1024' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let serverPid: number | undefined;
+  t.after(() => {
+    // Whatever failed, leave nothing running.
+    if (serverPid && alive(serverPid)) process.kill(serverPid, 'SIGKILL');
+    if (npm.exitCode === null) npm.kill('SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  let out = '';
+  let err = '';
+  npm.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  // pino's "Server listening" line carries the server's own pid and its port.
+  const { pid, port } = await new Promise<{ pid: number; port: number }>((resolve, reject) => {
+    npm.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const line = out.split('\n').find((l) => l.includes('Server listening at'));
+      if (line) {
+        const record = JSON.parse(line) as { pid: number; msg: string };
+        resolve({ pid: record.pid, port: Number(/:(\d+)$/.exec(record.msg)![1]) });
+      }
+    });
+    npm.once('exit', (code) => reject(new Error(`npm start exited (${code}) before listening:\n${out}\n${err}`)));
+  });
+  serverPid = pid;
+  assert.notEqual(pid, npm.pid, 'the server is its own process under npm');
+  assert.equal(await refused(port), false);
+
+  const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
+  npm.kill('SIGTERM');
+  await exited;
+  // npm waits for its script; the server closes (its database too) and leaves.
+  for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(alive(pid), false, `node dist/src/main.js (pid ${pid}) outlived npm`);
+  assert.equal(await refused(port), true);
+  assert.equal(fs.existsSync(path.join(dir, 'atrium.sqlite-wal')), false, 'the database was closed');
+  assert.match(out, /"signal":"SIGTERM","msg":"shutting down"/);
+});
