@@ -22,6 +22,7 @@ import './host/types';
 import { buildSupergraph, supergraphContainer } from '../subgraphs/supergraph';
 import { compileRoutes, restCompatPlugin, routeTable } from '../rest-compat';
 import { buildOpenApi } from '../rest-compat/openapi';
+import { recordServer } from './server-record';
 
 export interface BuildOptions {
   /** Settings over the environment's (tests pass a temp DATA_DIR etc.). */
@@ -36,6 +37,8 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   const config = loadConfig(options.env, options.config);
   // A server runs the job worker (mail delivery, due deletions, idle sessions, cleanup); CLI commands boot without it.
   const atrium = await boot(config, { background: true });
+  // For `atrium subgraph` on the same DATA_DIR: the issuer of this server's tokens.
+  recordServer(config.dataDir, config.publicUrl);
   const supergraph = await buildSupergraph();
 
   const app = Fastify({

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { loadConfig } from './config';
+import { loadConfig, loadSubgraphConfig } from './config';
 import { boot, inContext, type Atrium } from './boot';
 import { isAppError } from './errors/catalog';
 import { mailStatuses, type MailStatus } from './mail/outbox.entity';
@@ -297,7 +297,7 @@ async function subgraph(args: string[]) {
   let config;
   try {
     // --host and --port move only where it listens: PUBLIC_URL (the token issuer) stays the server's.
-    config = loadConfig(undefined, {
+    config = loadSubgraphConfig({
       ...(typeof values.host === 'string' ? { host: values.host } : {}),
       ...(port !== undefined ? { port } : {}),
     });
@@ -328,7 +328,7 @@ async function subgraph(args: string[]) {
     });
     throw line ? new Refused(line) : error;
   }
-  console.error(`atrium: ${name} subgraph listening at ${served.url}`);
+  console.error(`atrium: ${name} subgraph listening at ${served.url}, accepting the tokens of ${config.publicUrl}`);
   onSignal(async () => {
     await served.stop();
     await atrium.close();

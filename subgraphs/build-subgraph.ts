@@ -2,11 +2,11 @@ import 'reflect-metadata';
 import { buildSchema, createResolversMap, type NonEmptyArray } from 'type-graphql';
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { parse, type GraphQLSchema } from 'graphql';
+import { parse, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
 import type { AnyDomain, ApisOfList } from '../src/kernel/domain';
 import { DateTimeISO } from './date-time';
 import type { GraphQLContext } from './context';
-import { enforceFieldPolicies } from './policy/enforce';
+import { enforceFieldPolicies, guarded } from './policy/enforce';
 
 export const subgraphNames = ['identity', 'admin', 'billing', 'modules'] as const;
 export type SubgraphName = (typeof subgraphNames)[number];
@@ -98,5 +98,17 @@ export function federatedSchema(subgraph: BuiltSubgraph): GraphQLSchema {
     resolvers[typeName] = { ...(resolvers[typeName] ?? {}), __resolveReference: resolveReference };
   }
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  return buildSubgraphSchema({ typeDefs: parse(subgraph.sdl), resolvers: resolvers as any });
+  const schema = buildSubgraphSchema({ typeDefs: parse(subgraph.sdl), resolvers: resolvers as any });
+  // `_entities` reads what the subgraph's own fields guard, so it needs the credential they need: without one it
+  // answers their error (401 unauthenticated, or why the credential was refused), not a quiet list of nulls.
+  // Changed in place: the federation keeps each entity type's __resolveReference on the type object, which a
+  // rebuilt schema (mapSchema) would lose. `_service` (the SDL, as a gateway reads it) stays public.
+  const entities = schema.getQueryType()?.getFields()._entities;
+  if (entities?.resolve) {
+    entities.resolve = guarded(entities.resolve as GraphQLFieldResolver<unknown, GraphQLContext>, {
+      // The modules subgraph's fields also take an AI-modules key.
+      auth: subgraph.name === 'modules' ? 'modules' : 'authenticated',
+    }, entities.args.map(({ name, type }) => ({ name, type })));
+  }
+  return schema;
 }

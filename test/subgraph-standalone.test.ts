@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../src/config';
+import { spawn } from 'node:child_process';
+import { loadConfig, loadSubgraphConfig } from '../src/config';
+import { buildApp } from '../src/app';
 import { boot, inContext, type Atrium } from '../src/boot';
 import { currentEm } from '../src/db/unit-of-work';
 import { serveSubgraph } from '../subgraphs/serve';
@@ -91,24 +93,88 @@ test('identity and billing subgraphs served alone answer _service and _entities'
   assert.deepEqual(plan, { data: { _entities: [{ plan: { id: 'starter' } }] } });
 });
 
-test('a standalone subgraph refuses anonymous entity lookups', async (t) => {
+test('_entities without a credential answers the same 401 as any field that needs one, on every subgraph with entities', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-subgraph-'));
   const services = await boot(loadConfig({ DATA_DIR: dir, SCRYPT_COST: '1024' }, {}));
-  const identity = await serveSubgraph('identity', served(services));
+  const subgraphs = {
+    identity: await serveSubgraph('identity', served(services)),
+    billing: await serveSubgraph('billing', served(services)),
+    modules: await serveSubgraph('modules', served(services)),
+  };
   t.after(async () => {
-    await identity.stop();
+    for (const subgraph of Object.values(subgraphs)) await subgraph.stop();
     await services.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
   const { company } = await inContext(services.kernel.orm, () =>
     services.domains.identity.accounts.createCompanyWithOwner({ email: 'a@acme.test', password: PASSWORD, company: 'Acme' }),
   );
-  const res = await fetch(identity.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      query: `{ _entities(representations: [{ __typename: "Company", id: "${company.id}" }]) { ... on Company { name } } }`,
-    }),
+  const ask = async (url: string, query: string, authorization?: string) => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+      body: JSON.stringify({ query }),
+    });
+    const body = (await res.json()) as { data?: unknown; errors?: { message: string; extensions: { code: string } }[] };
+    return { status: res.status, data: body.data, code: body.errors?.[0]?.extensions.code, message: body.errors?.[0]?.message };
+  };
+  const entities = `{ _entities(representations: [{ __typename: "Company", id: "${company.id}" }, { __typename: "Company", id: "x" }]) { ... on Company { id } } }`;
+
+  // What a field that needs a credential answers an anonymous caller.
+  const me = await ask(subgraphs.identity.url, '{ me { __typename } }');
+  assert.equal(me.code, 'unauthenticated');
+  for (const [name, subgraph] of Object.entries(subgraphs)) {
+    const anonymous = await ask(subgraph.url, entities);
+    assert.deepEqual(anonymous, { ...me, data: null }, `${name}: _entities anonymous`);
+  }
+  // A refused credential gives its reason, as for any guarded field.
+  const forged = await ask(subgraphs.identity.url, entities, 'Bearer not-a-token');
+  assert.deepEqual(forged, { ...(await ask(subgraphs.identity.url, '{ me { __typename } }', 'Bearer not-a-token')), data: null });
+  assert.notEqual(forged.code, 'unauthenticated');
+});
+
+test('atrium subgraph accepts the tokens of the server started on the same DATA_DIR with another PORT', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-subgraph-'));
+  // The server as `PORT=18999 npm start` configures it: its tokens are issued by http://127.0.0.1:18999.
+  const app = await buildApp({ env: { DATA_DIR: dir, SCRYPT_COST: '1024', PORT: '18999' }, logger: false });
+  await inContext(app.kernel.orm, () => app.domains.identity.accounts.createCompanyWithOwner({ email: 'a@acme.test', password: PASSWORD, company: 'Acme' }));
+  const login = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email: 'a@acme.test', password: PASSWORD } });
+  const token = (login.json() as { access_token: string }).access_token;
+
+  // Started as the README shows, from a shell that never saw the server's PORT.
+  const env: Record<string, string | undefined> = { ...process.env, DATA_DIR: dir, SCRYPT_COST: '1024', LOG_LEVEL: 'silent' };
+  for (const name of ['HOST', 'PORT', 'PUBLIC_URL']) delete env[name];
+  const child = spawn(process.execPath, [path.resolve(__dirname, '../src/cli.js'), 'subgraph', 'identity', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  t.after(async () => {
+    child.kill('SIGTERM');
+    await exited;
+    await app.close();
+    fs.rmSync(dir, { recursive: true, force: true });
   });
-  assert.deepEqual(await res.json(), { data: { _entities: [null] } });
+  let stderr = '';
+  const [, url, issuer] = await new Promise<RegExpExecArray>((resolve, reject) => {
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const started = /listening at (\S+), accepting the tokens of (\S+)/.exec(stderr);
+      if (started) resolve(started);
+    });
+    child.once('exit', (code) => reject(new Error(`atrium subgraph exited (${code}):\n${stderr}`)));
+  });
+  assert.equal(issuer, 'http://127.0.0.1:18999');
+  assert.deepEqual(await gql(url!, token, '{ me { __typename } }'), { data: { me: { __typename: 'Viewer' } } });
+});
+
+test('a subgraph given its own PUBLIC_URL keeps it; with no server recorded it is HOST:PORT', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-subgraph-'));
+  try {
+    assert.equal(loadSubgraphConfig({ port: 4001 }, { DATA_DIR: dir }).publicUrl, 'http://127.0.0.1:8080');
+    const app = await buildApp({ env: { DATA_DIR: dir, PUBLIC_URL: 'https://atrium.example.com/' }, logger: false });
+    await app.close();
+    const derived = loadSubgraphConfig({ port: 4001 }, { DATA_DIR: dir });
+    assert.deepEqual([derived.publicUrl, derived.docsUrl, derived.port], ['https://atrium.example.com', 'https://atrium.example.com/docs', 4001]);
+    assert.equal(loadSubgraphConfig({}, { DATA_DIR: dir, PUBLIC_URL: 'https://other.example.com' }).publicUrl, 'https://other.example.com');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

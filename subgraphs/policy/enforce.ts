@@ -46,7 +46,8 @@ export function enforceFieldPolicies(schema: GraphQLSchema, subgraph: string): G
   });
 }
 
-function guarded(
+/** A root field's resolver behind its policy (also `_entities` of a standalone subgraph, which has no decorator to declare it). */
+export function guarded(
   inner: GraphQLFieldResolver<unknown, GraphQLContext>,
   policy: FieldPolicy,
   fieldArgs: readonly FieldArgument[],
