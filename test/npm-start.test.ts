@@ -35,10 +35,10 @@ test('SIGTERM to `npm start` stops the server it started (no orphan left on the 
     env: { ...process.env, DATA_DIR: dir, HOST: '127.0.0.1', PORT: '0', SCRYPT_COST: '1024' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let serverPid: number | undefined;
+  const server: { pid?: number } = {};
   t.after(() => {
     // Whatever failed, leave nothing running.
-    if (serverPid && alive(serverPid)) process.kill(serverPid, 'SIGKILL');
+    if (server.pid && alive(server.pid)) process.kill(server.pid, 'SIGKILL');
     if (npm.exitCode === null) npm.kill('SIGKILL');
     fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -58,7 +58,7 @@ test('SIGTERM to `npm start` stops the server it started (no orphan left on the 
     });
     npm.once('exit', (code) => reject(new Error(`npm start exited (${code}) before listening:\n${out}\n${err}`)));
   });
-  serverPid = pid;
+  server.pid = pid;
   assert.notEqual(pid, npm.pid, 'the server is its own process under npm');
   assert.equal(await refused(port), false);
 
