@@ -163,7 +163,9 @@ function tidy(text: string): string {
 async function pdfSections(bytes: Buffer): Promise<ExtractedSection[]> {
   const { getDocumentProxy, extractText } = await import('unpdf');
   try {
-    const pdf = await getDocumentProxy(new Uint8Array(bytes));
+    // Errors only (pdf.js VerbosityLevel.ERRORS): its warnings about a malformed upload would go to the
+    // console, past the server's redacted logger, and the upload's fate is answered anyway.
+    const pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
     const { text } = await extractText(pdf, { mergePages: false });
     return (text as string[]).map((page, i) => ({ page: i + 1, text: tidy(page) }));
   } catch (error) {
