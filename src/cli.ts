@@ -255,7 +255,7 @@ async function jobs(args: string[]) {
   for (const job of list) console.log(jobLine(job));
 }
 
-/** Stops `stop` on the first SIGINT/SIGTERM, then exits. */
+/** Stops `stop` on the first SIGINT, SIGTERM or SIGHUP, then exits. */
 function onSignal(stop: () => Promise<void>, log: (msg: string) => void) {
   // SIGHUP too: a closed terminal would otherwise end the process without closing the database.
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
