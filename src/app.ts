@@ -3,7 +3,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import cors from '@fastify/cors';
 import { loadConfig, type Config } from './config';
 import { requestIdFrom } from './request-id';
-import { boot } from './boot';
+import { boot, inContext } from './boot';
 import { errorCatalog } from './domains';
 import { apiVersionPlugin, serviceHeadersPlugin } from './host/api-version';
 import { unitOfWorkPlugin } from './host/unit-of-work';
@@ -14,7 +14,8 @@ import { jsonBodyPlugin } from './host/json-body';
 import { validatorCompiler } from './host/validation';
 import { graphqlPlugin } from './host/graphql';
 import { docsPlugin } from './host/docs';
-import { webPlugin } from './host/web';
+import { startupLine, webPlugin } from './host/web';
+import { describeListenError, ListenRefused, SERVER_LISTEN_SETTINGS } from './kernel/listen-error';
 import { lazyChildLogger } from './host/lazy-logger';
 import { memoryReliefPlugin } from './host/memory-relief';
 import { loggableUrl, pinoRedaction } from './kernel/log-redaction';
@@ -114,4 +115,22 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   await app.register(webPlugin);
   await app.register(docsPlugin, { openapi: buildOpenApi(restRoutes), errors: errorCatalog });
   return app;
+}
+
+/**
+ * Listens on HOST:PORT (`npm start` and `atrium serve` alike), logging one
+ * start-up line per address in place of fastify's "Server listening at".
+ * A port that cannot be had closes the app (buildApp opened the database
+ * and started the worker) and is a ListenRefused naming the setting to change.
+ */
+export async function listen(app: FastifyInstance): Promise<void> {
+  const { host, port } = app.config;
+  const summary = await inContext(app.kernel.orm, () => app.serverSummary());
+  try {
+    await app.listen({ host, port, listenTextResolver: (address) => startupLine(address, summary) });
+  } catch (error) {
+    await app.close();
+    const line = describeListenError(error, { host, port }, SERVER_LISTEN_SETTINGS);
+    throw line ? new ListenRefused(line) : error;
+  }
 }

@@ -5,9 +5,9 @@ import { boot, inContext, type Atrium } from './boot';
 import { isAppError } from './errors/catalog';
 import { mailStatuses, type MailStatus } from './mail/outbox.entity';
 import { jobStatus, jobStatuses, type JobRecord, type JobStatus } from './jobs/job-queue';
-import { buildApp } from './app';
+import { buildApp, listen } from './app';
 import { loggableError } from './kernel/log-redaction';
-import { describeListenError, SERVER_LISTEN_SETTINGS } from './kernel/listen-error';
+import { describeListenError, ListenRefused } from './kernel/listen-error';
 import { identityDomain } from './domains/identity';
 import { isSubgraphName, serveSubgraph, subgraphDefinition } from '../subgraphs/serve';
 
@@ -275,14 +275,10 @@ async function serve(args: string[]) {
   const { values } = parse(args, {});
   if (values.help) return console.log(USAGE);
   const app = await buildApp();
-  const { host, port } = app.config;
   try {
-    await app.listen({ host, port });
+    await listen(app);
   } catch (error) {
-    // buildApp opened the database and started the worker: close them before leaving.
-    await app.close();
-    const line = describeListenError(error, { host, port }, SERVER_LISTEN_SETTINGS);
-    throw line ? new Refused(line) : error;
+    throw error instanceof ListenRefused ? new Refused(error.message) : error;
   }
   onSignal(() => app.close(), (msg) => app.log.info(msg));
 }

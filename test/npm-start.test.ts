@@ -46,14 +46,14 @@ test('SIGTERM to `npm start` stops the server it started (no orphan left on the 
   let out = '';
   let err = '';
   npm.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  // pino's "Server listening" line carries the server's own pid and its port.
+  // The start-up line (pino) carries the server's own pid and its address.
   const { pid, port } = await new Promise<{ pid: number; port: number }>((resolve, reject) => {
     npm.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
-      const line = out.split('\n').find((l) => l.includes('Server listening at'));
+      const line = out.split('\n').find((l) => l.includes('"msg":"Atrium '));
       if (line) {
         const record = JSON.parse(line) as { pid: number; msg: string };
-        resolve({ pid: record.pid, port: Number(/:(\d+)$/.exec(record.msg)![1]) });
+        resolve({ pid: record.pid, port: Number(/ at http:\/\/127\.0\.0\.1:(\d+)\//.exec(record.msg)![1]) });
       }
     });
     npm.once('exit', (code) => reject(new Error(`npm start exited (${code}) before listening:\n${out}\n${err}`)));

@@ -44,3 +44,6 @@ export function describeListenError(error: unknown, at: { host: string; port: nu
       return undefined;
   }
 }
+
+/** A place to listen that cannot be had: its message is the one line to print. */
+export class ListenRefused extends Error {}
