@@ -1,3 +1,5 @@
+import { escapeHtml } from '../../mail/templates';
+
 /**
  * The one HTML shell of Atrium's own pages (landing, /app, /dashboard, the
  * error catalog). Everything a page loads comes from this server: no
@@ -12,10 +14,6 @@
 export const PAGE_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
   "font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
-
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-export const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
 
 /** A tagged template whose interpolations are escaped unless they are `Html` already. */
 export class Html {

@@ -9,7 +9,7 @@ import { accountPage } from './account-pages';
 import { dashboardPage } from './dashboard-page';
 
 export { startupLine, type ServerSummary } from './landing';
-export { PAGE_CSP, escapeHtml, renderPage, html } from './html';
+export { PAGE_CSP, renderPage, html } from './html';
 
 /** Atrium's own browser scripts and styles: read from the source tree (tsc compiles TypeScript only). */
 const OWN_ASSETS = path.join(PACKAGE_ROOT, 'src', 'host', 'web', 'assets');
@@ -100,7 +100,7 @@ export const webPlugin = fp(
     app.get('/', publicRoute, async (_request, reply) => sendPage(reply, landingPage(await summary())));
     app.get('/app', publicRoute, async (_request, reply) => sendPage(reply, accountPage('')!));
     app.get<{ Params: { page: string } }>('/app/:page', publicRoute, async (request, reply) => {
-      const page = request.params.page === '' ? undefined : accountPage(request.params.page);
+      const page = accountPage(request.params.page);
       return page ? sendPage(reply, page) : reply.callNotFound();
     });
     app.get('/dashboard', publicRoute, async (_request, reply) => sendPage(reply, dashboardPage()));

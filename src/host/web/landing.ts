@@ -9,7 +9,7 @@ export interface ServerSummary {
 }
 
 /** The pages a newcomer wants first, relative to the server's address. */
-export const LANDING_LINKS: readonly { path: string; label: string; what: string }[] = [
+const LANDING_LINKS: readonly { path: string; label: string; what: string }[] = [
   { path: '/docs', label: 'API docs', what: 'the REST API (OpenAPI 3.1), with "Try it out"' },
   { path: '/graphiql', label: 'GraphiQL', what: 'the GraphQL supergraph: queries, mutations and subscriptions' },
   { path: '/dashboard', label: 'Dashboard', what: "a company's audit events, credits, jobs and sessions, live" },
@@ -18,7 +18,7 @@ export const LANDING_LINKS: readonly { path: string; label: string; what: string
   { path: '/openapi.json', label: 'OpenAPI document', what: 'for code generators' },
 ];
 
-export const FIRST_OWNER_COMMAND = "npx atrium create-owner --email you@example.com --password '<12+ characters>' --company 'Your company'";
+const FIRST_OWNER_COMMAND = "npx atrium create-owner --email you@example.com --password '<12+ characters>' --company 'Your company'";
 
 /**
  * The start-up line for one address the server listens on (fastify calls it
