@@ -41,23 +41,20 @@ function closedCleanly(dir: string) {
   assert.equal(fs.existsSync(path.join(dir, 'atrium.sqlite-wal')), false, 'the database was closed');
 }
 
-test('the server on a busy port says which setting to change, in one line, and exits 1 after closing its database', async (t) => {
-  const port = await heldPort(t);
-  const dir = dataDir(t);
-  const result = await run([MAIN], { DATA_DIR: dir, HOST: '127.0.0.1', PORT: String(port) });
-  assert.equal(result.code, 1);
-  assert.equal(result.stderr, `atrium: port ${port} on 127.0.0.1 is already in use; set PORT (or HOST) to another value\n`);
-  closedCleanly(dir);
-});
-
-test('atrium serve on a busy port answers the same line and exit code', async (t) => {
-  const port = await heldPort(t);
-  const dir = dataDir(t);
-  const result = await run([CLI, 'serve'], { DATA_DIR: dir, HOST: '127.0.0.1', PORT: String(port) });
-  assert.equal(result.code, 1);
-  assert.equal(result.stderr, `atrium: port ${port} on 127.0.0.1 is already in use; set PORT (or HOST) to another value\n`);
-  closedCleanly(dir);
-});
+// `npm start` runs the first, `npx atrium` the second: both listen through app.ts listen().
+for (const [name, argv] of [
+  ['the server', [MAIN]],
+  ['atrium serve', [CLI, 'serve']],
+] as const) {
+  test(`${name} on a busy port says which setting to change, in one line, and exits 1 after closing its database`, async (t) => {
+    const port = await heldPort(t);
+    const dir = dataDir(t);
+    const result = await run([...argv], { DATA_DIR: dir, HOST: '127.0.0.1', PORT: String(port) });
+    assert.equal(result.code, 1);
+    assert.equal(result.stderr, `atrium: port ${port} on 127.0.0.1 is already in use; set PORT (or HOST) to another value\n`);
+    closedCleanly(dir);
+  });
+}
 
 test('atrium subgraph on a busy port names --port when it was given, PORT otherwise, and exits 1', async (t) => {
   const port = await heldPort(t);
