@@ -8,6 +8,7 @@ import type { EntityClass } from '../kernel/domain';
 import { recordReplacedMigrations, type MigrationEntry } from './migrations';
 import { CommitHooks } from './unit-of-work';
 import { BoundSqliteDriver } from './sqlite-driver';
+import { BACKSTOP_PAGES } from './checkpointer';
 
 export type Orm = MikroORM;
 
@@ -82,6 +83,8 @@ export async function openDatabase(databaseFile: string, schema: Schema, options
   await connection.execute('pragma foreign_keys = on');
   await connection.execute('pragma busy_timeout = 5000');
   await connection.execute('pragma synchronous = normal');
+  // Checkpoints run in the background (checkpointer.ts); this connection's own only past a backstop.
+  if (databaseFile !== ':memory:') await connection.execute(`pragma wal_autocheckpoint = ${BACKSTOP_PAGES}`);
   if (options.migrate !== false) {
     try {
       await recordReplacedMigrations(orm, schema.migrations);

@@ -2,6 +2,7 @@ import { sqliteDialect, type SqlDialect } from '../db/dialect';
 import type { MigrationEntry } from '../db/migrations';
 import { openDatabase, type Orm } from '../db/orm';
 import { ReadStore } from '../db/read-store';
+import { Checkpointer } from '../db/checkpointer';
 import { SqliteWriter } from '../db/sqlite-writer';
 import { SqliteChangeSignal, watchWrites, type ChangeSignal } from '../db/change-signal';
 import { MemoryEventBus, type EventBus } from '../events/event-bus';
@@ -34,6 +35,8 @@ export interface Kernel {
   /** The SQL of the opened database that the ORM does not write portably. */
   dialect: SqlDialect;
   reads: ReadStore;
+  /** SQLite's WAL checkpoints, off the event loop. */
+  checkpointer: Checkpointer;
   /** Synchronous SQL on the write connection, for the few writes that must be atomic and fast (the credit ledger). */
   writer: SqliteWriter;
   /** Tells the caches of hot reads that data may have changed (a port; SQLite's data_version here). */
@@ -75,6 +78,7 @@ export async function createKernel(
     { migrate: config.migrate },
   );
   const reads = new ReadStore(config.databaseFile);
+  const checkpointer = new Checkpointer(config.databaseFile, log);
   const changes = new SqliteChangeSignal(reads);
   watchWrites(orm, changes);
   const jobs = new SqliteJobQueue(orm, { maxAttempts: config.jobs.maxAttempts });
@@ -89,6 +93,7 @@ export async function createKernel(
     orm,
     dialect: sqliteDialect,
     reads,
+    checkpointer,
     writer: new SqliteWriter(orm),
     changes,
     events: new MemoryEventBus(),
@@ -104,6 +109,7 @@ export async function createKernel(
       await worker.stop();
       mailer.close();
       reads.close();
+      await checkpointer.close();
       await orm.close();
     },
   };
