@@ -12,7 +12,9 @@
  *    Each trial starts a bulk job whose provider never answers and cancels
  *    it; the latency of a subscriber is the time from sending the cancel to
  *    its socket receiving the "cancelled" update. Targets: p99 under 100 ms,
- *    the server's RSS under 1.5 GB.
+ *    the server's RSS under 1.5 GB. The same clients first measure the
+ *    reference, a bare ws server broadcasting an update of the same shape
+ *    (bench/ws-broadcast-server.ts): the floor of the target on this machine.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -33,6 +35,12 @@ const CHILD = path.resolve(__dirname, '../test/fixtures/server-child.js');
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
+
+/** Peak and current RSS of a child process, in kB. */
+function memoryOf(child: ChildProcess): { peakKb: number; rssKb: number } {
+  const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8');
+  return { peakKb: Number(/VmHWM:\s+(\d+)/.exec(status)![1]), rssKb: Number(/VmRSS:\s+(\d+)/.exec(status)![1]) };
+}
 
 interface Server {
   child: ChildProcess;
@@ -86,10 +94,7 @@ async function server(env: Record<string, string>): Promise<Server> {
     companyId,
     token: login.access_token,
     key: key.key,
-    memory() {
-      const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8');
-      return { peakKb: Number(/VmHWM:\s+(\d+)/.exec(status)![1]), rssKb: Number(/VmRSS:\s+(\d+)/.exec(status)![1]) };
-    },
+    memory: () => memoryOf(child),
     async stop() {
       child.kill('SIGTERM');
       await new Promise((resolve) => child.once('exit', resolve));
@@ -171,17 +176,29 @@ let i = 0;
 parentPort.on('message', (m) => { if (m.type === 'expect') expected = m.jobId; if (m.type === 'close') { for (const s of sockets) s.terminate(); parentPort.postMessage({ type: 'closed' }); } });
 `;
 
-async function fanOut() {
-  const cleanups: (() => unknown)[] = [];
-  // A provider that never answers in time: the job stays running until it is cancelled.
-  const fake = await fakeOpenAi({ after: (fn) => cleanups.push(fn) }, () => ({ content: 'late', delayMs: 120_000 }));
-  const s = await server({ AI_BASE_URL: fake.url, AI_TIMEOUT_SECONDS: '300' });
-  const before = s.memory().rssKb;
+interface FanOutRun {
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/**
+ * SUBSCRIBERS client sockets (CLIENT_THREADS worker threads) on `url`, then
+ * TRIALS trials: `prepare` readies an update (its job id), `fire` sets it
+ * off, and each socket's latency is from `fire` to receiving it.
+ */
+async function measureFanOut(
+  label: string,
+  url: string,
+  token: string,
+  prepare: () => Promise<{ jobId: string; fire: () => Promise<void> }>,
+  afterTrial: () => void = () => {},
+): Promise<FanOutRun> {
   const perThread = Math.ceil(SUBSCRIBERS / CLIENT_THREADS);
   const wsPath = require.resolve('ws');
   const workers = Array.from({ length: CLIENT_THREADS }, (_, i) => {
     const count = Math.min(perThread, SUBSCRIBERS - i * perThread);
-    return new Worker(CLIENT_SOURCE, { eval: true, workerData: { url: `ws://127.0.0.1:${s.port}/graphql`, token: s.token, count, wsPath } });
+    return new Worker(CLIENT_SOURCE, { eval: true, workerData: { url, token, count, wsPath } });
   });
   const next = (worker: Worker, type: string) =>
     new Promise<{ times?: number[] }>((resolve, reject) => {
@@ -195,29 +212,81 @@ async function fanOut() {
     });
   const started = Date.now();
   await Promise.all(workers.map((w) => next(w, 'ready')));
-  process.stdout.write(`  ${SUBSCRIBERS} subscribers connected in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  process.stdout.write(`  ${label}: ${SUBSCRIBERS} subscribers connected in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   const latencies: number[] = [];
-  let peakKb = 0;
   for (let trial = 0; trial < TRIALS; trial++) {
-    const id = await submit(s, makeCsv([['id', 'text'], [1, 'one row that waits']]));
-    // Wait until the job runs (its running update has gone out to everyone).
-    for (let i = 0; i < 200 && (await status(s, id)).status !== 'running'; i++) await sleep(25);
-    await sleep(1500);
-    for (const w of workers) w.postMessage({ type: 'expect', jobId: id });
+    const { jobId, fire } = await prepare();
+    for (const w of workers) w.postMessage({ type: 'expect', jobId });
     const arrivals = workers.map((w) => next(w, 'trial'));
     const t0 = performance.timeOrigin + performance.now();
-    const res = await fetch(`${s.base}/bulk/cancel/${id}`, { method: 'POST', headers: { authorization: `Bearer ${s.key}` } });
-    if (res.status !== 200) throw new Error(`cancel ${res.status}: ${await res.text()}`);
-    const times = (await Promise.all(arrivals)).flatMap((m) => m.times!);
-    for (const at of times) latencies.push(at - t0);
-    peakKb = Math.max(peakKb, s.memory().rssKb);
-    process.stdout.write(`  trial ${trial + 1}: ${times.length} received, p50 ${percentile(times.map((x) => x - t0), 0.5).toFixed(1)} ms, p99 ${percentile(times.map((x) => x - t0), 0.99).toFixed(1)} ms\n`);
+    await fire();
+    const times = (await Promise.all(arrivals)).flatMap((m) => m.times!).map((at) => at - t0);
+    latencies.push(...times);
+    afterTrial();
+    process.stdout.write(`  ${label} trial ${trial + 1}: ${times.length} received, p50 ${percentile(times, 0.5).toFixed(1)} ms, p99 ${percentile(times, 0.99).toFixed(1)} ms\n`);
   }
   await Promise.all(workers.map((w) => (w.postMessage({ type: 'close' }), next(w, 'closed'))));
   await Promise.all(workers.map((w) => w.terminate()));
+  return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), max: Math.max(...latencies) };
+}
+
+/** Atrium: each trial a one-row bulk job whose provider never answers, cancelled; the update is its "cancelled" state. */
+async function fanOut(): Promise<FanOutRun & { beforeKb: number; peakKb: number }> {
+  const cleanups: (() => unknown)[] = [];
+  // A provider that never answers in time: the job stays running until it is cancelled.
+  const fake = await fakeOpenAi({ after: (fn) => cleanups.push(fn) }, () => ({ content: 'late', delayMs: 120_000 }));
+  const s = await server({ AI_BASE_URL: fake.url, AI_TIMEOUT_SECONDS: '300' });
+  const before = s.memory().rssKb;
+  let peakKb = 0;
+  const run = await measureFanOut(
+    'Atrium',
+    `ws://127.0.0.1:${s.port}/graphql`,
+    s.token,
+    async () => {
+      const id = await submit(s, makeCsv([['id', 'text'], [1, 'one row that waits']]));
+      // Wait until the job runs (its running update has gone out to everyone).
+      for (let i = 0; i < 200 && (await status(s, id)).status !== 'running'; i++) await sleep(25);
+      await sleep(1500);
+      return {
+        jobId: id,
+        fire: async () => {
+          const res = await fetch(`${s.base}/bulk/cancel/${id}`, { method: 'POST', headers: { authorization: `Bearer ${s.key}` } });
+          if (res.status !== 200) throw new Error(`cancel ${res.status}: ${await res.text()}`);
+        },
+      };
+    },
+    () => (peakKb = Math.max(peakKb, s.memory().rssKb)),
+  );
   await s.stop();
   for (const fn of cleanups) await fn();
-  return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), max: Math.max(...latencies), beforeKb: before, peakKb };
+  return { ...run, beforeKb: before, peakKb };
+}
+
+/** The reference: the same clients against a bare ws broadcast (bench/ws-broadcast-server.ts). */
+async function fanOutReference(): Promise<FanOutRun & { peakKb: number }> {
+  const child = spawn(process.execPath, [path.resolve(__dirname, 'ws-broadcast-server.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.stdout!.once('data', (data) => resolve(Number(String(data).trim())));
+      child.once('exit', (code) => reject(new Error(`the reference server exited (${code})`)));
+    });
+    let trial = 0;
+    let peakKb = 0;
+    const run = await measureFanOut('reference', `ws://127.0.0.1:${port}/graphql`, 'none', async () => {
+      const jobId = `reference-${++trial}`;
+      await sleep(1500);
+      return {
+        jobId,
+        fire: async () => {
+          const res = await fetch(`http://127.0.0.1:${port}/fire?job=${jobId}`, { method: 'POST' });
+          if (res.status !== 200) throw new Error(`fire ${res.status}`);
+        },
+      };
+    }, () => (peakKb = Math.max(peakKb, memoryOf(child).rssKb)));
+    return { ...run, peakKb };
+  } finally {
+    child.kill();
+  }
 }
 
 async function main() {
@@ -234,10 +303,12 @@ async function main() {
   }
   if (only !== 'bulk') {
     process.stdout.write(`Fan-out: ${SUBSCRIBERS} graphql-ws subscribers of companyJobProgress, ${TRIALS} trials\n`);
+    const reference = await fanOutReference();
     const f = await fanOut();
     process.stdout.write(
-      `  p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms, max ${f.max.toFixed(1)} ms; server RSS ${mb(f.beforeKb)} before, ${mb(f.peakKb)} with every socket open\n` +
-        `  target p99 < 100 ms: ${f.p99 < 100 ? 'met' : 'NOT met'}; RSS < 1.5 GB: ${f.peakKb < 1.5 * 1024 * 1024 ? 'met' : 'NOT met'}\n`,
+      `  reference (bare ws broadcast): p50 ${reference.p50.toFixed(1)} ms, p99 ${reference.p99.toFixed(1)} ms, max ${reference.max.toFixed(1)} ms, RSS ${mb(reference.peakKb)}\n` +
+        `  Atrium: p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms (${(f.p99 / reference.p99).toFixed(2)}x the reference), max ${f.max.toFixed(1)} ms; server RSS ${mb(f.beforeKb)} before, ${mb(f.peakKb)} with every socket open\n` +
+        `  target p99 < 100 ms: ${f.p99 < 100 ? 'met' : 'NOT met'} (the reference ${reference.p99 < 100 ? 'meets' : 'does not meet'} it on this machine); RSS < 1.5 GB: ${f.peakKb < 1.5 * 1024 * 1024 ? 'met' : 'NOT met'}\n`,
     );
   }
 }
