@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { buildSchema, createResolversMap, type NonEmptyArray } from 'type-graphql';
+import { buildSchema, createResolversMap, getMetadataStorage, type NonEmptyArray } from 'type-graphql';
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
@@ -72,7 +72,24 @@ const contextBusOnly = {
   },
 };
 
+/**
+ * Plain fields read their property as graphql's default resolver does. By
+ * default type-graphql wraps every field in a resolver of its own (a closure
+ * call, an object and a middleware check per field, on every request, and
+ * graphql-jit cannot compile a property read behind it); the wrapper exists
+ * for middlewares and @Authorized, which Atrium does not use (its policy is
+ * the policy layer's, on root fields). Field resolvers keep their wrappers.
+ */
+function plainFieldsReadDirectly(): void {
+  const metadata = getMetadataStorage();
+  if (metadata.middlewares.length || metadata.resolverMiddlewares.length || metadata.authorizedFields.length || metadata.authorizedResolver.length) {
+    throw new Error('type-graphql middlewares and @Authorized would be skipped on plain fields; enforce policy in subgraphs/policy instead');
+  }
+  for (const type of [...metadata.objectTypes, ...metadata.interfaceTypes]) type.simpleResolvers ??= true;
+}
+
 export async function buildSubgraph(definition: SubgraphDefinition): Promise<BuiltSubgraph> {
+  plainFieldsReadDirectly();
   const schema = await buildSchema({
     // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
     resolvers: definition.resolvers as unknown as NonEmptyArray<Function>,
