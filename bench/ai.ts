@@ -10,7 +10,9 @@
  *    the issues require, each timed alone: the same request through the
  *    official `openai` SDK (as the engine makes it) against bare `fetch`, and
  *    a durable credit hold and its commit through the ledger (the billing
- *    issue: reserve before the call, commit after).
+ *    issue: reserve before the call, commit after), and Atrium's least
+ *    request with the same key (GET /v1/apikeys/verify: the hop, the key,
+ *    the limits).
  * 2. POST /v1/rag/query over 10,000 indexed passages (extractive, so only
  *    Atrium's search is timed). Target: p50 <= 20 ms.
  */
@@ -100,20 +102,29 @@ async function chatOverhead() {
       const hold = await ledger.reserve({ companyId, credits: 2, key: `bench-hold-${i}`, feature: 'chat', model: 'gpt-4o-mini' });
       await ledger.commit(hold.id, { credits: 1, tokens: 68 });
     });
+  // Atrium's least request with the same key: the HTTP hop, the key and the limits, nothing of chat.
+  const verify = () =>
+    fetch(`${atrium.base}/v1/apikeys/verify`, { headers: { authorization: `Bearer ${atrium.key}` } }).then(async (r) => {
+      if (r.status !== 200) throw new Error(`verify ${r.status}: ${await r.text()}`);
+      await r.json();
+    });
   // Warm every path, then interleave rounds so drift hits all alike.
   await timeEach(200, direct);
   await timeEach(200, throughAtrium);
   await timeEach(200, throughSdk);
   await timeEach(200, (i) => holdAndCommit(-1 - i));
+  await timeEach(200, verify);
   const directTimes: number[] = [];
   const atriumTimes: number[] = [];
   const sdkTimes: number[] = [];
   const ledgerTimes: number[] = [];
+  const verifyTimes: number[] = [];
   for (let round = 0; round < 5; round++) {
     directTimes.push(...(await timeEach(CALLS / 5, direct)));
     atriumTimes.push(...(await timeEach(CALLS / 5, throughAtrium)));
     sdkTimes.push(...(await timeEach(CALLS / 5, throughSdk)));
     ledgerTimes.push(...(await timeEach(CALLS / 5, (i) => holdAndCommit(round * CALLS + i))));
+    verifyTimes.push(...(await timeEach(CALLS / 5, verify)));
     process.stderr.write(`chat round ${round + 1}/5\n`);
   }
   const p50Direct = percentile(directTimes, 0.5);
@@ -124,7 +135,8 @@ async function chatOverhead() {
     `chat: p50 direct ${p50Direct.toFixed(2)} ms, through Atrium ${p50Atrium.toFixed(2)} ms, overhead ${(p50Atrium - p50Direct).toFixed(2)} ms ` +
       `(p90 ${percentile(atriumTimes, 0.9).toFixed(2)} against ${percentile(directTimes, 0.9).toFixed(2)}); target <= 2 ms\n` +
       `  required parts, each alone: the official SDK ${sdkExtra.toFixed(2)} ms over bare fetch (p50 ${percentile(sdkTimes, 0.5).toFixed(2)} ms), ` +
-      `a credit hold and its commit ${p50Ledger.toFixed(2)} ms: ${(sdkExtra + p50Ledger).toFixed(2)} ms of the 2 ms`,
+      `a credit hold and its commit ${p50Ledger.toFixed(2)} ms: ${(sdkExtra + p50Ledger).toFixed(2)} ms of the 2 ms; ` +
+      `Atrium's least request with the same key (GET /v1/apikeys/verify) p50 ${percentile(verifyTimes, 0.5).toFixed(2)} ms`,
   );
   await atrium.close();
   for (const fn of cleanups) await fn();
