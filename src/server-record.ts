@@ -34,6 +34,17 @@ export function recordedPublicUrl(dataDir: string): string | undefined {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  const url = (JSON.parse(text) as Partial<ServerRecord>).public_url;
-  return typeof url === 'string' && url ? url : undefined;
+  let record: Partial<ServerRecord> | null;
+  try {
+    record = JSON.parse(text) as Partial<ServerRecord> | null;
+  } catch {
+    record = null;
+  }
+  const url = record?.public_url;
+  if (typeof url === 'string' && url) return url;
+  // Damaged (a disk filled mid-write by something else, a hand edit): say which file and both ways out.
+  throw new Error(
+    `${path.join(dataDir, FILE)} does not hold the server's PUBLIC_URL ({"public_url": "..."}); ` +
+      'start the server once to write it again, or give this process PUBLIC_URL',
+  );
 }

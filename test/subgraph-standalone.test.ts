@@ -165,6 +165,23 @@ test('atrium subgraph accepts the tokens of the server started on the same DATA_
   assert.deepEqual(await gql(url!, token, '{ me { __typename } }'), { data: { me: { __typename: 'Viewer' } } });
 });
 
+test('a damaged server.json names itself and the two ways out, and PUBLIC_URL still wins over it', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-subgraph-'));
+  try {
+    for (const text of ['{"public_url": "https://atrium.exa', '[]', '{"public_url": 7}', 'null']) {
+      fs.writeFileSync(path.join(dir, 'server.json'), text);
+      assert.throws(() => loadSubgraphConfig({}, { DATA_DIR: dir }), (error: Error) => {
+        assert.match(error.message, /server\.json does not hold the server's PUBLIC_URL/);
+        assert.match(error.message, /start the server once to write it again, or give this process PUBLIC_URL/);
+        return true;
+      });
+      assert.equal(loadSubgraphConfig({}, { DATA_DIR: dir, PUBLIC_URL: 'https://other.example.com' }).publicUrl, 'https://other.example.com');
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('a subgraph given its own PUBLIC_URL keeps it; with no server recorded it is HOST:PORT', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-subgraph-'));
   try {
