@@ -237,6 +237,27 @@ test('browser: the landing page', { skip }, async (t) => {
   assertNoPageErrors(errors);
 });
 
+test('browser: a single sign-on with MFA on, started under /api/v1, is finished on /app/mfa', { skip }, async (t) => {
+  const google = await startMockProvider('google');
+  t.after(() => google.stop());
+  const { app, url, page, errors } = await openPage(t, {}, { sso: ssoConfig(google, null) });
+  const owner = await seedOwner(app);
+  const headers = bearer((await login(app, owner.email)).access_token);
+  const { secret } = (await app.inject({ method: 'POST', url: '/v1/me/mfa/setup', headers })).json() as { secret: string };
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/me/mfa/verify', headers, payload: { totp_code: totp(secret) } })).statusCode, 200);
+  await resetReplayGuard(app, owner.userId);
+
+  google.nextIdToken(googleClaims(`g-${owner.email}`, owner.email));
+  await page.goto(`${url}/api/v1/auth/google/start`);
+  await page.waitForURL(/\/app\/mfa\?challenge=.*api=%2Fapi%2Fv1/);
+  await awayFromStepBoundary();
+  await page.getByLabel('Code (or a recovery code)').fill(totp(secret));
+  await page.getByRole('button', { name: 'Finish signing in' }).click();
+  await page.waitForURL(`${url}/app`);
+  await waitForText(page, '[data-field="email"]', owner.email);
+  assertNoPageErrors(errors);
+});
+
 test('browser: a single sign-on with MFA on stops at /app/mfa, shows a wrong code refused, and lands on /app signed in by cookie', { skip }, async (t) => {
   const google = await startMockProvider('google');
   t.after(() => google.stop());

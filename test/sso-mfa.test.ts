@@ -324,6 +324,25 @@ test('the challenge honours redirect_uri and the /api/v1 prefix, takes a recover
   assert.equal(Number(n), 7);
 });
 
+test("a sign-in under /api/v1 sends Atrium's MFA page to answer under /api/v1, where its binding cookie goes", async (t) => {
+  const app = await ssoApp(t);
+  const owner = await mfaOwner(app);
+  const startApi = await app.inject({ url: '/api/v1/auth/google/start' });
+  google.nextIdToken(owner.claims);
+  const res = await callback(app, await google.authorize(new URL(String(startApi.headers.location)).href), cookiePair(setCookie(startApi, 'atrium_sso_state')));
+  const { location, challenge, cookie } = challengeOf(res);
+  assert.equal(`${location.origin}${location.pathname}`, `${PUBLIC_URL}/app/mfa`);
+  assert.equal(location.searchParams.get('api'), '/api/v1');
+  assert.match(setCookie(res, 'atrium_sso_mfa')!, /Path=\/api\/v1\/auth\/sso\/mfa/);
+  await awayFromStepBoundary();
+  // The page answers where it was told; a browser would not send the cookie to /v1 (its path), so that answer fails.
+  assertCode(await answer(app, { challenge, totp_code: totp(owner.secret) }, undefined, origin, '/v1'), 400, 'sso_state_invalid');
+  await resetReplayGuard(app, owner.userId);
+  const ok = await answer(app, { challenge, totp_code: totp(owner.secret) }, cookie, origin, '/api/v1');
+  assert.equal(ok.statusCode, 200, ok.body);
+  assert.ok(setCookie(ok, 'service_token'));
+});
+
 test('concurrent answers to one challenge: exactly one opens a session', async (t) => {
   const app = await ssoApp(t);
   const owner = await mfaOwner(app);

@@ -34,6 +34,20 @@ function callbackUrl(request: FastifyRequest, provider: string): string {
 /** Where the MFA challenge is answered, under the prefix the sign-in came in on: the binding cookie's path. */
 const mfaPath = (request: FastifyRequest) => `${prefixOf(request)}/auth/sso/mfa`;
 
+/**
+ * Atrium's own MFA page answers under /v1 unless it is told otherwise: after a
+ * sign-in that came in on another prefix it must answer there, where the
+ * binding cookie's path lets the browser send it. Another page (an allowed
+ * `redirect_uri`) knows the prefix it started on.
+ */
+function toMfaPage(request: FastifyRequest, location: string): string {
+  const prefix = prefixOf(request);
+  if (prefix === API_PREFIXES[0] || !location.startsWith(`${request.server.config.publicUrl}/app/mfa?`)) return location;
+  const url = new URL(location);
+  url.searchParams.set('api', prefix);
+  return url.href;
+}
+
 const secureCookies = (request: FastifyRequest) => request.server.config.publicUrl.startsWith('https://');
 
 async function start(request: FastifyRequest, reply: FastifyReply) {
@@ -83,7 +97,7 @@ async function callback(request: FastifyRequest, reply: FastifyReply) {
         'set-cookie',
         serializeCookie(SSO_MFA_COOKIE, result.challenge, { maxAgeSeconds: result.challengeMaxAgeSeconds, path: mfaPath(request), secure }),
       );
-      break;
+      return reply.redirect(toMfaPage(request, result.redirectTo), 302);
     case 'stepped_up':
       break;
   }

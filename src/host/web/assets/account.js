@@ -209,7 +209,13 @@ const pages = {
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
       const answer = await submitting(form, () =>
-        api('POST', '/auth/sso/mfa', { challenge: params.get('challenge'), totp_code: form.elements.totp_code.value.trim() }, { anonymous: true }),
+        api(
+          'POST',
+          '/auth/sso/mfa',
+          { challenge: params.get('challenge'), totp_code: form.elements.totp_code.value.trim() },
+          // Answered under the prefix the sign-in came in on (the binding cookie's path), which the callback names.
+          { anonymous: true, prefix: params.get('api') === '/api/v1' ? '/api/v1' : '/v1' },
+        ),
       );
       if (!answer) return;
       // The API set the session cookie; it names where the sign-in wanted to go.

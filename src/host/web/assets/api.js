@@ -38,13 +38,13 @@ export class ApiProblem extends Error {
   }
 }
 
-async function send(method, path, body, token) {
+async function send(method, path, body, token, prefix) {
   const headers = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (token) headers.authorization = `Bearer ${token}`;
   let response;
   try {
-    response = await fetch(`/v1${path}`, {
+    response = await fetch(`${prefix}${path}`, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -68,25 +68,25 @@ async function send(method, path, body, token) {
 }
 
 /**
- * Calls /v1{path} as the stored session (Authorization header) or, without
- * one, with the browser's cookie. An access token that expired is refreshed
- * once with the stored refresh token.
+ * Calls {prefix}{path} (/v1 unless told) as the stored session (Authorization
+ * header) or, without one, with the browser's cookie. An access token that
+ * expired is refreshed once with the stored refresh token.
  */
-export async function api(method, path, body, { anonymous = false } = {}) {
+export async function api(method, path, body, { anonymous = false, prefix = '/v1' } = {}) {
   const session = anonymous ? null : storedSession();
   try {
-    return await send(method, path, body, session?.access_token);
+    return await send(method, path, body, session?.access_token, prefix);
   } catch (error) {
     if (!(error instanceof ApiProblem) || error.status !== 401 || !session?.refresh_token) throw error;
     let pair;
     try {
-      pair = await send('POST', '/auth/refresh', { refresh_token: session.refresh_token });
+      pair = await send('POST', '/auth/refresh', { refresh_token: session.refresh_token }, undefined, prefix);
     } catch {
       forgetSession();
       throw error;
     }
     storeSession(pair);
-    return send(method, path, body, pair.access_token);
+    return send(method, path, body, pair.access_token, prefix);
   }
 }
 
