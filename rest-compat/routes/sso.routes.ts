@@ -200,7 +200,9 @@ export const ssoRoutes: RestRoute[] = [
       'On success: sets the httpOnly, SameSite=Lax cookie `service_token` (Secure when PUBLIC_URL is https) and ' +
       'redirects (302) to `/app`, or to the allow-listed `redirect_uri` given at start. When the user has MFA on, no ' +
       'session is opened yet: it sets the short-lived binding cookie `atrium_sso_mfa` and redirects to ' +
-      '`/app/mfa?challenge=…` (or to `redirect_uri` with that query), and POST /auth/sso/mfa finishes the sign-in. ' +
+      '`/app/mfa?challenge=…` (with `&api=/api/v1` when the sign-in came in under /api/v1: the binding cookie is sent only ' +
+      'under the prefix the sign-in used; or to `redirect_uri` with the challenge), and POST /auth/sso/mfa under that ' +
+      'prefix finishes the sign-in. ' +
       'A step-up attempt (intent=step_up) needs the account linked to the same user as the session that started ' +
       "it (else 403 `forbidden`) and a recent `auth_time` when the provider sends one; it records the authentication " +
       'on that session (after the MFA challenge when MFA is on) and redirects without a new cookie. Refusals are problems: ' +
