@@ -16,6 +16,7 @@ import type { CompiledRoute } from './compile';
 import { pageLinks, type PageBody } from './pagination';
 import { API_PREFIXES } from './route';
 import { NUL_ISSUE, nulPaths } from '../src/errors/nul';
+import { isPromise } from '../src/is-promise';
 
 export { compileRoutes, type CompiledRoute } from './compile';
 export { routeTable } from './routes';
@@ -56,10 +57,6 @@ function refusingNul(compile: FastifySchemaCompiler<unknown>): FastifySchemaComp
     // Ajv's own functions take the parent (to replace a coerced root value); keep that as fastify sees it.
     return Object.assign(checked, { schemaEnv: validate.schemaEnv });
   };
-}
-
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as Promise<T> | null)?.then === 'function';
 }
 
 /**

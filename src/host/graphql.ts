@@ -16,6 +16,7 @@ import type { ScheduledRun } from '../../subgraphs/policy/scheduler';
 import type { BudgetHit } from '../rate-limit/budgets';
 import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
 import { setRateLimitHeaders } from './rate-limit';
+import { isPromise } from '../is-promise';
 
 interface HttpOperation {
   query: string;
@@ -67,10 +68,6 @@ function socketOperation(gate: OperationGate, read: MeasuredDocument, variables:
     introspection: read.operations.some((o) => o.introspection),
     cost: Math.max(...read.operations.map((o) => gate.meter.costWith(read, o, variables))),
   };
-}
-
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as Promise<T> | null)?.then === 'function';
 }
 
 export function sessionCookieClearing(name: string, secure: boolean): string {

@@ -6,6 +6,7 @@ import { readCookie, SESSION_COOKIE } from '../auth/cookies';
 import { resolveCookiePrincipal, trustedOrigins } from './cookie-auth';
 import { idempotencyKeyFrom } from '../request-id';
 import { moduleKeyOutsideModules, requireModuleKey } from '../auth/policy';
+import { isPromise } from '../is-promise';
 
 function moduleKeyRequired(principal: Principal): Error {
   try {
@@ -25,10 +26,6 @@ function clientMeta(request: FastifyRequest) {
     userAgent: userAgent ?? null,
     ...(idempotencyKey === undefined ? {} : { idempotencyKey: idempotencyKeyFrom(idempotencyKey) }),
   };
-}
-
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as Promise<T> | null)?.then === 'function';
 }
 
 /**

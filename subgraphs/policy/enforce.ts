@@ -3,6 +3,7 @@ import type { GraphQLFieldResolver, GraphQLSchema } from 'graphql';
 import { AppError, isAppError } from '../../src/errors/catalog';
 import { atArguments, locateIssues, type FieldArgument } from '../errors';
 import { nulRefusal } from '../../src/errors/nul';
+import { isPromise } from '../../src/is-promise';
 import { moduleKeyOutsideModules } from '../../src/auth/policy';
 import type { GraphQLContext } from '../context';
 import { fieldPolicy, type FieldPolicy } from './access';
@@ -77,5 +78,3 @@ export function guarded(
     return isPromise(result) ? result.then(undefined, located) : result;
   };
 }
-
-const isPromise = (value: unknown): value is Promise<unknown> => typeof (value as Promise<unknown> | null)?.then === 'function';
