@@ -105,16 +105,14 @@ function memberPath(type: GraphQLInputType, members: readonly (string | number)[
 export function locateIssues(error: AppError, args: readonly FieldArgument[]): AppError {
   const issues = validationIssues(error);
   if (!issues?.some((issue) => issue.path === undefined)) return error;
-  const located = issues.map((issue) => (issue.path !== undefined ? issue : { ...issue, path: argumentPath(issue.loc, args) }));
-  return new AppError(error.code, error.message, { extra: { ...error.extra, errors: located }, headers: error.headers, cause: error });
+  return withIssues(error, issues.map((issue) => (issue.path !== undefined ? issue : { ...issue, path: argumentPath(issue.loc, args) })));
 }
 
 /** A validation error found in the arguments themselves: each issue's loc is its path among them. */
 export function atArguments(error: AppError): AppError {
   const issues = validationIssues(error);
   if (!issues) return error;
-  const located = issues.map((issue) => ({ ...issue, path: issue.loc }));
-  return new AppError(error.code, error.message, { extra: { ...error.extra, errors: located }, headers: error.headers, cause: error });
+  return withIssues(error, issues.map((issue) => ({ ...issue, path: issue.loc })));
 }
 
 /**
@@ -134,6 +132,10 @@ function graphqlIssues(error: AppError): { errors?: ValidationIssue[] } {
 export function restIssues(error: AppError): AppError {
   const issues = validationIssues(error);
   if (!issues?.some((issue) => issue.path !== undefined)) return error;
-  const plain = issues.map(({ loc, msg, type }) => ({ loc, msg, type }));
-  return new AppError(error.code, error.message, { extra: { ...error.extra, errors: plain }, headers: error.headers, cause: error });
+  return withIssues(error, issues.map(({ loc, msg, type }) => ({ loc, msg, type })));
+}
+
+/** The same validation error with its issues replaced (the original kept as the cause). */
+function withIssues(error: AppError, issues: ValidationIssue[]): AppError {
+  return new AppError(error.code, error.message, { extra: { ...error.extra, errors: issues }, headers: error.headers, cause: error });
 }
