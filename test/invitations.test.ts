@@ -512,12 +512,18 @@ test('one pending invitation per company and address is kept by the database, an
   assert.deepEqual(statuses.map((s) => s.status), ['expired', 'pending']);
 });
 
-test('role is one enum in GraphQL: me, adminUsers and createInvitation agree, and REST keeps lower-case roles', async (t) => {
+/** A new app with a signed-in owner, and GraphQL as that owner (the answer's JSON, untyped). */
+async function signedInOwner(t: Parameters<typeof build>[0]) {
   const app = await build(t);
   const owner = await seedOwner(app);
   const { access_token } = await login(app, owner.email);
   const gql = async (query: string, variables: Record<string, unknown> = {}) =>
     (await app.inject({ method: 'POST', url: '/graphql', headers: bearer(access_token), payload: { query, variables } })).json();
+  return { app, owner, access_token, gql };
+}
+
+test('role is one enum in GraphQL: me, adminUsers and createInvitation agree, and REST keeps lower-case roles', async (t) => {
+  const { app, access_token, gql } = await signedInOwner(t);
 
   const me = await gql('{ me { role } adminUsers(role: OWNER) { items { role } } }');
   assert.deepEqual(me.data, { me: { role: 'OWNER' }, adminUsers: { items: [{ role: 'OWNER' }] } }, JSON.stringify(me));
@@ -559,11 +565,7 @@ test('role is one enum in GraphQL: me, adminUsers and createInvitation agree, an
 });
 
 test('validation issues are located per transport: GraphQL at the argument path, REST at the request location', async (t) => {
-  const app = await build(t);
-  const owner = await seedOwner(app);
-  const { access_token } = await login(app, owner.email);
-  const gql = async (query: string, variables: Record<string, unknown> = {}) =>
-    (await app.inject({ method: 'POST', url: '/graphql', headers: bearer(access_token), payload: { query, variables } })).json();
+  const { app, owner, access_token, gql } = await signedInOwner(t);
   const locs = (errors: { loc: unknown[] }[]) => errors.map((e) => e.loc);
 
   const one = await gql('mutation($input: InvitationInput!) { createInvitation(input: $input) { id } }', {
@@ -588,11 +590,7 @@ test('validation issues are located per transport: GraphQL at the argument path,
 });
 
 test('statuses are GraphQL enums: adminUsers, invitations and their status filters agree, and REST keeps lower-case statuses', async (t) => {
-  const app = await build(t);
-  const owner = await seedOwner(app);
-  const { access_token } = await login(app, owner.email);
-  const gql = async (query: string, variables: Record<string, unknown> = {}) =>
-    (await app.inject({ method: 'POST', url: '/graphql', headers: bearer(access_token), payload: { query, variables } })).json();
+  const { app, owner, access_token, gql } = await signedInOwner(t);
   const rest = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) =>
     app.inject({ method, url: `/v1${url}`, headers: bearer(access_token), ...(payload ? { payload } : {}) });
 
