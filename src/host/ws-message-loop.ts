@@ -1,0 +1,49 @@
+import { createRequire } from 'node:module';
+
+/** The part of mercurius' (internal) SubscriptionConnection the replacement loop uses. */
+interface SubscriptionConnection {
+  socket: { on(event: 'message', listener: (message: Buffer, isBinary: boolean) => void): unknown };
+  fastify: { log: { error(error: unknown): void } };
+  handleMessage(message: Buffer, isBinary: boolean): Promise<void>;
+  handleConnectionClose(): void;
+  handleConnection(): Promise<void>;
+}
+
+const load = createRequire(__filename);
+const REPLACED = Symbol('atrium.lighterSocketMessageLoop');
+
+/**
+ * mercurius reads each graphql-ws socket with `for await (… of
+ * events.on(socket, 'message'))`, and every `events.on` iterator allocates
+ * two 2,048-slot queues: 32 KB of heap per open socket, more than half of
+ * what a subscriber cost (57 of 58 KB measured with 2,000 sockets; 22 KB
+ * after). This replaces that loop with a listener that handles the
+ * socket's messages one after another, as the loop did (a `connection_init`
+ * is settled before the `subscribe` sent right behind it), and closes the
+ * connection on a failed message, as the loop did.
+ *
+ * The replacement is applied only to the method it was written against:
+ * another mercurius version keeps its own loop (correct, only heavier), and
+ * test/ws-message-loop.test.ts fails so that the upgrade looks again.
+ * Answers whether the lighter loop is in place.
+ */
+export function lighterSocketMessageLoop(): boolean {
+  const Connection = load('mercurius/lib/subscription-connection') as { prototype: SubscriptionConnection & { [REPLACED]?: true } };
+  const proto = Connection.prototype;
+  if (proto[REPLACED]) return true;
+  if (!proto.handleConnection.toString().includes("on(this.socket, 'message')")) return false;
+  proto.handleConnection = function (this: SubscriptionConnection): Promise<void> {
+    let turn = Promise.resolve();
+    this.socket.on('message', (message, isBinary) => {
+      turn = turn
+        .then(() => this.handleMessage(message, isBinary))
+        .catch((error: unknown) => {
+          this.fastify.log.error(error);
+          this.handleConnectionClose();
+        });
+    });
+    return turn;
+  };
+  proto[REPLACED] = true;
+  return true;
+}
