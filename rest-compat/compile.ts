@@ -137,7 +137,9 @@ function requestSchemas(route: GraphQLRoute, field: GraphQLField<unknown, unknow
     }
   }
   if (Object.keys(params).length) out.params = { type: 'object', required: Object.keys(params), properties: params };
-  if (Object.keys(queryProperties).length) {
+  // Every route states its query string, an empty one included: an unknown parameter is refused
+  // (422) everywhere alike, never silently ignored (`?dry_run=true` on a grant would still grant).
+  if (Object.keys(queryProperties).length || !out.querystring) {
     out.querystring = {
       type: 'object',
       ...(queryRequired.length ? { required: queryRequired } : {}),

@@ -39,7 +39,8 @@ function scalarSchema(name: string): JsonSchema {
     case 'ID':
       return { type: 'string' };
     case 'Int':
-      return { type: 'integer' };
+      // GraphQL's Int is 32-bit: a larger number is a validation issue at its request location, not a GraphQL coercion error.
+      return { type: 'integer', minimum: -2147483648, maximum: 2147483647 };
     case 'Float':
       return { type: 'number' };
     case 'Boolean':

@@ -118,6 +118,10 @@ test('out of credits is 402 CREDIT_EXHAUSTED with the reason; a spent budget is 
   assertCode(res, 402, 'CREDIT_EXHAUSTED');
   assert.match(res.json().detail, /^needs \d+ credits; balance 1$/);
   assert.equal(res.json().balance, 1);
+  // A stream is refused the same way: its first byte waits for the hold.
+  const streamed = await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi', { model: 'gpt-4o', stream: true }));
+  assertCode(streamed, 402, 'CREDIT_EXHAUSTED');
+  assert.equal(streamed.json().balance, 1);
   assert.equal(fake.seen.length, 0);
 
   const b = await modulesCast(app);

@@ -5,7 +5,7 @@ import { assertCode, call, gql, sql } from './admin-helper';
 import { build, bearer } from './helper';
 import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
 import { fakeOpenAi } from './fake-ai';
-import { makeCsv, makeDocx, makePdf, makePng, makeXlsx, makeZipBomb, multipartBody } from './fixtures/document-files';
+import { makeCsv, makeDocx, makePdf, makePng, makeXlsx, makeZipBomb, multipartBody, multipartForm } from './fixtures/document-files';
 import { chunkSections } from '../src/domains/documents';
 
 function upload(app: FastifyInstance, key: string, file: Buffer, filename: string) {
@@ -174,4 +174,20 @@ test("a deleted user's documents, passages, chat history and keys go with the us
   assert.equal(await left('chat_sessions'), 0);
   assert.equal(await left('chat_messages'), 0);
   assert.equal((await sql(app, 'select id from api_keys where user_id = ?', [memberA.userId])).length, 0);
+});
+
+test('a file of one to three bytes is read like any other, and a second file in the form is 422, not dropped', async (t) => {
+  const app = await build(t);
+  const { keys } = await modulesCast(app);
+  for (const content of ['a', 'hi', '\ufeff']) {
+    const res = await upload(app, keys.ownerA.key, Buffer.from(content), 'note.txt');
+    assert.ok(res.statusCode === 201 || res.statusCode === 422, `${JSON.stringify(content)}: ${res.statusCode} ${res.body}`);
+  }
+  const form = multipartForm({}, [
+    { content: Buffer.from('first document text'), filename: 'one.txt' },
+    { content: Buffer.from('second document text'), filename: 'two.txt' },
+  ]);
+  const two = await app.inject({ method: 'POST', url: '/v1/rag/upload', payload: form.payload, headers: { ...form.headers, authorization: `Bearer ${keys.ownerA.key}` } });
+  assertCode(two, 422, 'validation_error');
+  assert.equal(two.json().errors[0].loc.join('.'), 'body.file');
 });

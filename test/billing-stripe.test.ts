@@ -8,6 +8,7 @@ import { assertLedgerAddsUp } from './ledger-helper';
 import { startFakeStripe } from './fake-stripe';
 import { loadPaymentsConfig } from '../src/domains/payments';
 import { calendarPeriod } from '../src/domains/billing';
+import { sha256Hex } from '../src/auth/tokens';
 
 const WEBHOOK_SECRET = 'whsec_test_atrium';
 let events = 0;
@@ -317,7 +318,7 @@ test('POST /billing/topup opens one checkout per Idempotency-Key at the configur
   assert.equal(sent.body.client_reference_id, c.a.companyId);
   assert.deepEqual(sent.body.metadata, { kind: 'topup', company_id: c.a.companyId, credits: '500' });
   assert.equal((sent.body.line_items as { price_data: { unit_amount: string } }[])[0]!.price_data.unit_amount, '500');
-  assert.match(String(sent.idempotencyKey), /buy-500/);
+  assert.equal(sent.idempotencyKey, `topup:${c.a.companyId}:${sha256Hex('buy-500')}`);
   assert.equal(app.domains.billing.ledger.balance(c.a.companyId).purchased, 0, 'credits only arrive through the webhook');
 
   assertCode(await send(c.tokens.keyA, { credits: 500 }), 403, 'forbidden');
@@ -380,4 +381,48 @@ test('with Stripe, a plan change updates the live subscription with proration; w
   assert.deepEqual(update.body.items, [{ id: 'si_b', price: 'price_pro' }]);
   assert.equal(app.domains.billing.ledger.balance(c.b.companyId).monthly, 6000);
   await assertLedgerAddsUp(app);
+});
+
+test('concurrent top-ups with one Idempotency-Key answer one checkout, never a 500', async (t) => {
+  const { app, fake, c } = await stripeApp(t);
+  const send = (credits: number, key: string) =>
+    app.inject({ method: 'POST', url: '/v1/billing/topup', headers: { authorization: `Bearer ${c.tokens.ownerA}`, 'idempotency-key': key }, payload: { credits } });
+  const answers = await Promise.all([send(500, 'together'), send(500, 'together'), send(500, 'together')]);
+  for (const res of answers) assert.equal(res.statusCode, 200, res.body);
+  assert.equal(new Set(answers.map((res) => res.json().session_id)).size, 1);
+  const [{ n }] = await sql<{ n: number }>(app, 'select count(*) as n from topup_sessions');
+  assert.equal(n, 1);
+  const mixed = await Promise.all([send(700, 'mixed'), send(800, 'mixed')]);
+  assert.deepEqual(mixed.map((res) => res.statusCode).sort(), [200, 409], mixed.map((res) => res.body).join('\n'));
+  assert.ok(fake.requests.length > 0);
+});
+
+test('a top-up sent twice with one X-Request-Id and no Idempotency-Key opens two checkouts, never a 500', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const send = (credits: number) =>
+    app.inject({ method: 'POST', url: '/v1/billing/topup', headers: { authorization: `Bearer ${c.tokens.ownerA}`, 'x-request-id': 'client-rid-42' }, payload: { credits } });
+  const first = await send(700);
+  const second = await send(800);
+  assert.equal(first.statusCode, 200, first.body);
+  assert.equal(second.statusCode, 200, second.body);
+  assert.notEqual(first.json().session_id, second.json().session_id);
+  assert.equal(second.json().credits, 800);
+});
+
+test('a signed webhook body that is not a readable event answers 400 webhook_event_invalid and changes nothing', async (t) => {
+  const { app } = await stripeApp(t);
+  const now = Math.floor(Date.now() / 1000);
+  const malformed = [
+    { id: 'evt_no_data', object: 'event', type: 'invoice.payment_failed', created: now },
+    { id: 'evt_null_object', object: 'event', type: 'invoice.payment_failed', created: now, data: { object: null } },
+    { object: 'event', type: 'invoice.payment_failed', created: now, data: { object: {} } },
+    { id: 'evt_no_created', object: 'event', type: 'invoice.payment_failed', data: { object: {} } },
+    { id: 'evt_far_future', object: 'event', type: 'invoice.payment_failed', created: 1e16, data: { object: {} } },
+  ];
+  for (const body of malformed) assertCode(await deliver(app, body), 400, 'webhook_event_invalid');
+  const [{ n }] = await sql<{ n: number }>(app, 'select count(*) as n from processor_events');
+  assert.equal(n, 0);
+  const late = invoice('in_far', 'cus_1', 'sub_1', 'subscription_cycle', 1e16, 'open');
+  const res = await deliver(app, event('invoice.payment_failed', late));
+  assert.equal(res.statusCode, 200, res.body);
 });

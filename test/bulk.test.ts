@@ -151,7 +151,10 @@ test('an unreadable file fails the whole job (status failed with its error), cha
   assert.equal(status.status, 'failed');
   assert.match(String(status.error), /not a readable CSV/);
   assert.equal(fake.seen.length, 0);
-  assertCode(await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${res.json().job_id}`), 409, 'job_not_finished');
+  const early = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${res.json().job_id}`);
+  assertCode(early, 409, 'job_not_finished');
+  assert.equal(early.json().status, 409, 'the problem keeps its own status');
+  assert.equal(early.json().job_status, 'failed');
 });
 
 test('when credits run out mid-job the remaining rows fail with CREDIT_EXHAUSTED, and the job still completes with counts that say so', async (t) => {
@@ -387,4 +390,50 @@ test('a model blocked after a job was submitted fails the job with model_blocked
   const status = await finished(app, keys.ownerA.key, id);
   assert.equal(status.status, 'failed');
   assert.match(String(status.error), /^model_blocked/);
+});
+
+test('a result file whose name holds characters beyond Latin-1 downloads, under an ASCII fallback and its exact UTF-8 name', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const res = await submit(app, keys.ownerA.key, makeCsv(ROWS), '报告 q1.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  assert.equal((await finished(app, keys.ownerA.key, res.json().job_id)).status, 'completed');
+  const download = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${res.json().job_id}`);
+  assert.equal(download.statusCode, 200, download.body);
+  assert.equal(
+    download.headers['content-disposition'],
+    `attachment; filename="__ q1-results.csv"; filename*=UTF-8''${encodeURIComponent('报告 q1-results.csv')}`,
+  );
+  assert.equal(parse(download.rawPayload, { columns: true }).length, 3);
+});
+
+test('bulk multipart text is checked like JSON: U+0000 in a field is 422 at that field, control characters leave the file name, a second file is 422', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const nul = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'reviews.csv', { ...FIELDS, prompt_template: 'Classify\u0000: {text}' });
+  assertCode(nul, 422, 'validation_error');
+  assert.deepEqual(nul.json().errors.map((e: { loc: string[]; type: string }) => [e.loc.join('.'), e.type]), [['body.prompt_template', 'string_nul_character']]);
+  const form = multipartForm(FIELDS, [
+    { content: makeCsv(ROWS), filename: 'one.csv' },
+    { content: makeCsv(ROWS), filename: 'two.csv' },
+  ]);
+  const two = await app.inject({ method: 'POST', url: '/v1/bulk/submit', payload: form.payload, headers: { ...form.headers, authorization: `Bearer ${keys.ownerA.key}` } });
+  assertCode(two, 422, 'validation_error');
+  assert.equal(two.json().errors[0].loc.join('.'), 'body.file');
+  assert.deepEqual(uploads(app), [], 'nothing kept');
+  const [{ n }] = await sql<{ n: number }>(app, 'select count(*) as n from bulk_jobs');
+  assert.equal(n, 0);
+  const named = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'r\u0001x.csv');
+  assert.equal(named.statusCode, 202, named.body);
+  assert.equal(named.json().filename, 'r_x.csv');
+});
+
+test('a page number beyond a 32-bit integer is 422 at query.page on the job lists', async (t) => {
+  const app = await buildWithAi(t);
+  const { keys } = await modulesCast(app);
+  const res = await call(app, keys.ownerA.key, 'GET', '/v1/bulk/list?page=2147483648');
+  assertCode(res, 422, 'validation_error');
+  assert.equal(res.json().errors[0].loc.join('.'), 'query.page');
 });

@@ -207,3 +207,51 @@ test('creditsChanged streams the company balance live to its admins over graphql
   for (let i = 0; refused.length < 1 && i < 300; i++) await new Promise((r) => setTimeout(r, 10));
   assert.match(JSON.stringify(refused), /forbidden|Forbidden/);
 });
+
+test('two grants aliased in one GraphQL request are two grants, and a retry of that request grants neither again', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const send = () =>
+    app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { authorization: `Bearer ${c.tokens.superadmin}`, 'x-request-id': 'two-grants-1' },
+      payload: {
+        query:
+          'mutation($cid: ID!) { a: grantCredits(companyId: $cid, input: { credits: 5, reason: "a" }) { granted } ' +
+          'b: grantCredits(companyId: $cid, input: { credits: 7, reason: "b" }) { granted } }',
+        variables: { cid: c.a.companyId },
+      },
+    });
+  // `granted` is the company's granted credits after each grant.
+  const first = await send();
+  assert.deepEqual(first.json().data, { a: { granted: 5 }, b: { granted: 12 } }, first.body);
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).granted, 12);
+  const retried = await send();
+  assert.equal(retried.json().errors, undefined, retried.body);
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).granted, 12);
+  const [{ n }] = await sql<{ n: number }>(app, "select count(*) as n from audit_events where action = 'credits.granted'");
+  assert.equal(n, 2);
+});
+
+test('a query parameter a route does not take is refused, never ignored', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  assertInvalid(
+    await call(app, c.tokens.superadmin, 'POST', `/v1/admin/companies/${c.a.companyId}/credits/grant?dry_run=true`, { credits: 10, reason: 'x' }),
+    'query.dry_run',
+  );
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).granted, 0);
+  assertInvalid(await call(app, c.tokens.ownerA, 'GET', `/api/v1/admin/billing/overview?company_id=${c.a.companyId}`), 'query.company_id');
+});
+
+test("numbers beyond GraphQL's 32-bit Int are a validation issue at their request location", async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  assertInvalid(await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/transactions?page=2147483648'), 'query.page');
+  assertInvalid(
+    await call(app, c.tokens.superadmin, 'POST', `/v1/admin/companies/${c.a.companyId}/credits/grant`, { credits: 2147483648, reason: 'x' }),
+    'body.credits',
+  );
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).granted, 0);
+});

@@ -9,7 +9,7 @@ const SUPERADMIN = 'Platform superadmins only; anyone else gets 403.';
 const ON_PREMISE = 'Without a payment processor (on-premise mode) it answers 503 payment_processor_not_configured.';
 const IDEMPOTENT =
   'Send an Idempotency-Key header (1 to 255 visible ASCII characters) to make a retry safe: the same key answers the same ' +
-  'checkout and never a second charge; the same key with other credits is 409.';
+  'checkout and never a second charge; the same key with other credits is 409. Without one, each request opens its own checkout.';
 
 async function webhook(request: FastifyRequest, reply: FastifyReply) {
   const result = await request.server.domains.payments.webhook.receive(request.rawBody, request.headers['stripe-signature']);
@@ -25,7 +25,8 @@ export const billingRoutes: RestRoute[] = [
     summary: 'Payment processor events',
     description:
       "Stripe's events, public but signed: the Stripe-Signature header must match the raw body under STRIPE_WEBHOOK_SECRET " +
-      'and be at most 300 seconds old, else 400 webhook_signature_invalid and no effect. Each event id is applied once (a ' +
+      'and be at most 300 seconds old, else 400 webhook_signature_invalid and no effect. A signed body without an event\'s ' +
+      'id, type, creation time and data object answers 400 webhook_event_invalid, also with no effect. Each event id is applied once (a ' +
       'duplicate answers 200 and changes nothing), from its own payload, in one transaction with its ledger entries and ' +
       'mail; per subscription an event older than one already applied changes nothing. Handled: checkout.session.completed, ' +
       'invoice.payment_succeeded, invoice.payment_failed, customer.subscription.updated, customer.subscription.deleted, ' +
@@ -35,7 +36,7 @@ export const billingRoutes: RestRoute[] = [
     auth: 'public',
     status: 200,
     problems: {
-      400: 'webhook_signature_invalid: missing, stale or wrong signature',
+      400: 'webhook_signature_invalid: missing, stale or wrong signature; webhook_event_invalid: a signed body that is not a readable event',
       503: 'payment_processor_not_configured (on-premise mode)',
     },
     request: { body: { type: 'object', description: 'A Stripe event object' } },

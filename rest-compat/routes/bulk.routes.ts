@@ -55,7 +55,8 @@ async function readUpload(request: FastifyRequest): Promise<{ path: string; file
     await fs.promises.rm(target, { force: true });
     if (error instanceof AppError) throw error;
     const code = (error as { code?: string }).code;
-    if (code === 'FST_REQ_FILE_TOO_LARGE' || code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT') throw tooLarge();
+    if (code === 'FST_FILES_LIMIT') throw AppError.validation([{ loc: ['body', 'file'], msg: 'send one file', type: 'value_error' }]);
+    if (code === 'FST_REQ_FILE_TOO_LARGE' || code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT') throw tooLarge();
     throw new AppError('bad_request', 'The multipart body could not be read', { cause: error });
   }
   if (filename === null) {
@@ -78,6 +79,23 @@ function submitter(kinds: readonly TableKind[], answer: (job: BulkJobView) => un
   };
 }
 
+/**
+ * Content-Disposition of a download whatever its name holds: an ASCII
+ * fallback and the exact name in UTF-8 (RFC 6266, RFC 8187). A raw name
+ * with other characters would make node refuse the header after the reply
+ * was taken over, and the client would wait for ever.
+ */
+function attachment(filename: string): string {
+  const fallback = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  let exact: string;
+  try {
+    exact = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  } catch {
+    return `attachment; filename="${fallback}"`;
+  }
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${exact}`;
+}
+
 function download(param: string) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const id = (request.params as Record<string, string>)[param]!;
@@ -87,7 +105,7 @@ function download(param: string) {
     raw.writeHead(200, {
       ...(reply.getHeaders() as Record<string, string>),
       'content-type': file.mime,
-      'content-disposition': `attachment; filename="${file.filename.replace(/["\\\r\n]/g, '_')}"`,
+      'content-disposition': attachment(file.filename),
       'cache-control': 'no-store',
       'x-content-type-options': 'nosniff',
     });
@@ -173,7 +191,7 @@ export const bulkRoutes: RestRoute[] = [
     description:
       'The result file in the input\'s format (xlsx in, xlsx out; CSV in, CSV out), streamed: the input\'s columns, the output column and ' +
       '<output_column>_error for failed rows. Text the model wrote that a spreadsheet would run as a formula is prefixed with an apostrophe. ' +
-      `Before the job completes (or is cancelled) it is 409 job_not_finished. ${MODULES_KEY}`,
+      `Before the job completes (or is cancelled) it is 409 job_not_finished, with the job's state in \`job_status\`. ${MODULES_KEY}`,
     tag: 'AI modules: bulk',
     credential: 'module_key',
     auth: 'required',

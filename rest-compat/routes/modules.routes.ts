@@ -31,9 +31,10 @@ const chatReply = (reply: ChatReply) => ({
 
 /**
  * POST /chat: JSON, or with "stream": true Server-Sent Events (delta
- * events, then done or error). A stream's request is checked before the
- * first byte, so a refusal is still a problem document; a client that goes
- * away aborts the provider call, and what it used is spent.
+ * events, then done or error). The stream starts only once the request is
+ * checked and its credits held, so a refusal (402 included) is still a
+ * problem document; a client that goes away aborts the provider call, and
+ * what it used is spent.
  */
 async function chat(request: FastifyRequest, reply: FastifyReply) {
   const b = request.body as ChatBody;
@@ -41,33 +42,43 @@ async function chat(request: FastifyRequest, reply: FastifyReply) {
   const service = request.server.domains.ai.chat;
   if (!b.stream) return reply.code(200).send(chatReply(await service.chat(request.principal, input, request.meta)));
 
-  service.prepare(request.principal, input);
   const abort = new AbortController();
   const raw = reply.raw;
-  reply.hijack();
-  raw.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>),
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    // No proxy may hold deltas back.
-    'x-accel-buffering': 'no',
-    connection: 'keep-alive',
-  });
+  let started = false;
+  const start = () => {
+    if (started) return;
+    started = true;
+    reply.hijack();
+    raw.writeHead(200, {
+      ...(reply.getHeaders() as Record<string, string>),
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      // No proxy may hold deltas back.
+      'x-accel-buffering': 'no',
+      connection: 'keep-alive',
+    });
+  };
   const send = (event: string, data: unknown) => raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   raw.on('close', () => {
     if (!raw.writableFinished) abort.abort();
   });
   try {
-    const done = await service.chat(request.principal, input, request.meta, { onDelta: (text) => send('delta', { text }), signal: abort.signal });
+    const done = await service.chat(request.principal, input, request.meta, {
+      onStart: start,
+      onDelta: (text) => send('delta', { text }),
+      signal: abort.signal,
+    });
     const { response: _text, ...rest } = chatReply(done);
     send('done', rest);
   } catch (error) {
+    // Before the first byte: answered whole, as without "stream".
+    if (!started) throw error;
     if (abort.signal.aborted) return;
     const problem = isAppError(error) ? error : new AppError('internal_error', 'The reply failed');
     if (!isAppError(error)) request.log.error({ err: error }, 'chat stream failed');
     send('error', problemBody(problem, request, request.server.config.docsUrl));
   } finally {
-    raw.end();
+    if (started) raw.end();
   }
 }
 

@@ -28,25 +28,31 @@ const documentSchema = {
 async function upload(request: FastifyRequest, reply: FastifyReply) {
   const { documents, limits } = request.server.domains.documents;
   if (!request.isMultipart()) throw new AppError('unsupported_media_type', 'Send the file as multipart/form-data in a field named "file"');
-  let bytes: Buffer;
-  let filename: string;
+  let bytes: Buffer | undefined;
+  let filename = '';
   try {
-    const part = await request.file({ limits: { fileSize: limits.maxBytes, files: 1, fields: 5, parts: 6, fieldSize: 1024 } });
-    if (!part || part.fieldname !== 'file') {
-      throw AppError.validation([{ loc: ['body', 'file'], msg: 'a multipart field named "file" is required', type: 'missing' }]);
+    // Every part is read, so a second file is refused rather than dropped unseen.
+    for await (const part of request.parts({ limits: { fileSize: limits.maxBytes, files: 1, fields: 5, parts: 6, fieldSize: 1024 } })) {
+      if (part.type !== 'file') continue;
+      if (part.fieldname !== 'file') {
+        part.file.resume();
+        throw AppError.validation([{ loc: ['body', part.fieldname], msg: 'the file goes in a field named "file"', type: 'value_error' }]);
+      }
+      filename = part.filename;
+      bytes = await part.toBuffer();
+      // @fastify/multipart can truncate silently on some paths: a truncated file is an oversize one.
+      if (part.file.truncated) throw new AppError('payload_too_large', `The file is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB`);
     }
-    filename = part.filename;
-    bytes = await part.toBuffer();
-    // @fastify/multipart can truncate silently on some paths: a truncated file is an oversize one.
-    if (part.file.truncated) throw new AppError('payload_too_large', `The file is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB`);
   } catch (error) {
     if (error instanceof AppError) throw error;
     const code = (error as { code?: string }).code;
-    if (code === 'FST_REQ_FILE_TOO_LARGE' || code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT') {
+    if (code === 'FST_FILES_LIMIT') throw AppError.validation([{ loc: ['body', 'file'], msg: 'send one file', type: 'value_error' }]);
+    if (code === 'FST_REQ_FILE_TOO_LARGE' || code === 'FST_PARTS_LIMIT') {
       throw new AppError('payload_too_large', `The file is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB, or the form has too many parts`);
     }
     throw new AppError('bad_request', 'The multipart body could not be read', { cause: error });
   }
+  if (bytes === undefined) throw AppError.validation([{ loc: ['body', 'file'], msg: 'a multipart field named "file" is required', type: 'missing' }]);
   const document = await documents.upload(request.principal, { filename, bytes });
   return reply.code(201).send({
     doc_id: document.docId,

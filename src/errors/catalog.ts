@@ -95,6 +95,9 @@ export function validationIssues(error: AppError): ValidationIssue[] | undefined
   return Array.isArray(issues) ? (issues as ValidationIssue[]) : undefined;
 }
 
+/** The members of every problem body (src/host/problem.ts): a code's extra members go beside them, never over them. */
+const PROBLEM_MEMBERS = ['type', 'title', 'status', 'detail', 'instance', 'request_id', 'code'] as const;
+
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
@@ -117,6 +120,9 @@ export class AppError extends Error {
     this.status = entry.status;
     this.title = entry.title;
     this.extra = options.extra ?? {};
+    for (const member of PROBLEM_MEMBERS) {
+      if (member in this.extra) throw new Error(`AppError ${code}: extra member "${member}" would replace the problem's own`);
+    }
     this.headers = options.headers ?? {};
   }
 

@@ -1,5 +1,5 @@
 import { MapperKind, mapSchema, type FieldMapper } from '@graphql-tools/utils';
-import type { GraphQLFieldResolver, GraphQLSchema } from 'graphql';
+import { Kind, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import { AppError, isAppError } from '../../src/errors/catalog';
 import { atArguments, locateIssues, type FieldArgument } from '../errors';
 import { nulRefusal } from '../../src/errors/nul';
@@ -47,6 +47,32 @@ export function enforceFieldPolicies(schema: GraphQLSchema, subgraph: string): G
   });
 }
 
+/** Whether the operation is this one root field, as every REST route and most clients send it. */
+function soleRootField(info: GraphQLResolveInfo): boolean {
+  const selections = info.operation.selectionSet.selections;
+  return selections.length === 1 && selections[0]!.kind === Kind.FIELD;
+}
+
+/**
+ * The context of one root field of an operation that has several. Services
+ * derive their idempotency keys from the request id or the Idempotency-Key
+ * (a credit grant's ledger entry, a chat's hold, a top-up's checkout): each
+ * field gets its own, by its response key, so two grants aliased in one
+ * request are two grants, and a retry of the same request still replays
+ * each. An operation of one field keeps the keys as they are.
+ */
+function scopedToField(ctx: GraphQLContext, responseKey: string): GraphQLContext {
+  const { meta } = ctx;
+  return {
+    ...ctx,
+    meta: {
+      ...meta,
+      requestId: `${meta.requestId}/${responseKey}`,
+      ...(meta.idempotencyKey ? { idempotencyKey: `${meta.idempotencyKey}/${responseKey}` } : {}),
+    },
+  };
+}
+
 /** A root field's resolver behind its policy (also `_entities` of a standalone subgraph, which has no decorator to declare it). */
 export function guarded(
   inner: GraphQLFieldResolver<unknown, GraphQLContext>,
@@ -65,7 +91,8 @@ export function guarded(
     const refused = nulRefusal(args);
     // Found by walking the arguments: each issue's loc is already its path among them.
     if (refused) throw atArguments(refused);
-    return ctx.run ? ctx.run.run(() => inner(source, args, ctx, info)) : inner(source, args, ctx, info);
+    const fieldCtx = soleRootField(info) ? ctx : scopedToField(ctx, info.path.key as string);
+    return ctx.run ? ctx.run.run(() => inner(source, args, fieldCtx, info)) : inner(source, args, fieldCtx, info);
   };
   // A synchronous answer stays synchronous: only a promise gets a rejection handler.
   return (source, args, ctx, info) => {

@@ -44,6 +44,8 @@ export interface ChatReply {
 }
 
 export interface ChatStreamHooks {
+  /** Called once the credits are held, before the provider call: a refusal before it (402, a failed search) is still the caller's to answer whole. */
+  onStart?(): void;
   onDelta(text: string): void;
   /** Aborted when the client goes away: the provider call is aborted and what it used is committed. */
   signal?: AbortSignal;
@@ -119,6 +121,7 @@ export class ChatService {
       { credits: creditsFor(most, model), key: `chat:${meta.requestId}`, feature: 'chat', model },
       async () => {
         const request = { model, messages, maxTokens, signal: stream?.signal };
+        stream?.onStart?.();
         // A client that goes away ends in ProviderCallAborted: spend() commits what it used.
         const completion = stream ? await this.engine.stream(request, stream.onDelta) : await this.engine.complete(request);
         return { value: completion, tokens: completion.usage.totalTokens, credits: creditsFor(completion.usage.totalTokens, model) };

@@ -10,6 +10,7 @@ import type { JobQueue } from '../../jobs/job-queue';
 import type { RunningJob } from '../../jobs/worker';
 import { collectGarbage } from '../../kernel/gc';
 import { AppError, isAppError, type ValidationIssue } from '../../errors/catalog';
+import { NUL_ISSUE } from '../../errors/nul';
 import { canSeeJob, requireJobCaller, type JobCaller } from '../../auth/policy';
 import type { Principal } from '../../auth/principal';
 import { checkPage, type Page } from '../../pagination';
@@ -230,7 +231,8 @@ export class BulkService {
           company: em.getReference(Company, caller.companyId),
           user: caller.userId ? em.getReference(User, caller.userId) : null,
           apiKeyId: caller.keyId,
-          filename: input.filename.slice(0, 255) || `upload.${format.kind}`,
+          // As documents do: no control characters or path separators in a name that is shown and sent back.
+          filename: input.filename.replace(/[\p{Cc}/\\]/gu, '_').slice(0, 255) || `upload.${format.kind}`,
           format: format.kind,
           delimiter: format.delimiter,
           columns: JSON.stringify(header),
@@ -315,7 +317,7 @@ export class BulkService {
     const job = this.visible(requireJobCaller(principal, 'bulk'), id);
     if (job.status !== 'completed' && job.status !== 'cancelled') {
       throw new AppError('job_not_finished', job.status === 'failed' ? `The job failed: ${job.error ?? 'no result'}` : `The job is ${job.status}; its file is ready once it completes`, {
-        extra: { status: job.status },
+        extra: { job_status: job.status },
       });
     }
     const header = [...(JSON.parse(job.columns) as string[]), job.output_column, `${job.output_column}_error`];
@@ -648,6 +650,8 @@ function checkFields(input: BulkSubmission): { inputColumn: string; promptTempla
   const outputColumn = (input.outputColumn ?? '').trim() || 'AI_Result';
   if (outputColumn.length > COLUMN_NAME_MAX) issues.push({ loc: ['body', 'output_column'], msg: `at most ${COLUMN_NAME_MAX} characters`, type: 'string_length' });
   const model = input.model?.trim() || null;
+  const texts = { input_column: input.inputColumn, prompt_template: input.promptTemplate, output_column: input.outputColumn, model: input.model };
+  for (const [field, text] of Object.entries(texts)) if (text?.includes('\u0000')) issues.push({ loc: ['body', field], ...NUL_ISSUE });
   if (issues.length) throw AppError.validation(issues);
   return { inputColumn, promptTemplate, outputColumn, model };
 }

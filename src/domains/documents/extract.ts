@@ -131,7 +131,7 @@ export async function detectDocumentKind(bytes: Buffer, filename: string, limits
   const named = extension ? EXTENSIONS[extension] : undefined;
   let kind: DocumentKind;
   if (bytes.subarray(0, 5).toString('latin1') === '%PDF-') kind = 'pdf';
-  else if (bytes.readUInt32LE(0) === 0x04034b50) {
+  else if (bytes.length >= 4 && bytes.readUInt32LE(0) === 0x04034b50) {
     const names = await zipEntries(bytes, limits);
     if (names.includes('word/document.xml')) kind = 'docx';
     else if (names.includes('xl/workbook.xml')) kind = 'xlsx';

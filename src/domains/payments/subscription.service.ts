@@ -1,7 +1,9 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type Stripe from 'stripe';
 import type { Orm } from '../../db/orm';
 import { currentEm, transaction } from '../../db/unit-of-work';
 import { AppError } from '../../errors/catalog';
+import { sha256Hex } from '../../auth/tokens';
 import { isSuperadmin, requireAuthenticated, requireCompanyAdmin, requireUser } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { checkPage, type Page } from '../../pagination';
@@ -244,23 +246,39 @@ export class SubscriptionService {
           success_url: successUrl,
           cancel_url: cancelUrl,
         },
-        // Stripe answers a repeated key with the first session, never a second charge.
-        { idempotencyKey: `topup:${caller.companyId}:${key ?? meta.requestId ?? ''}` },
+        // Stripe answers a repeated key with the first session, never a second charge. Without a
+        // client key the SDK makes one per call (its own retries reuse it): a client's X-Request-Id
+        // is no promise of the same top-up. Hashed: Stripe takes at most 255 characters.
+        key ? { idempotencyKey: `topup:${caller.companyId}:${sha256Hex(key)}` } : {},
       ),
     );
     if (!session.url) throw new AppError('payment_processor_error', 'The processor answered a session without a URL');
-    const row = em.create(TopupSession, {
-      id: session.id,
-      companyId: caller.companyId,
-      idempotencyKey: key,
-      credits: input.credits,
-      amount,
-      currency,
-      url: session.url,
-      expiresAt: new Date((session.expires_at ?? Math.floor(Date.now() / 1000) + 86400) * 1000),
-      requestedBy: caller.userId,
-    });
-    await em.flush();
+    const row = em.create(
+      TopupSession,
+      {
+        id: session.id,
+        companyId: caller.companyId,
+        idempotencyKey: key,
+        credits: input.credits,
+        amount,
+        currency,
+        url: session.url,
+        expiresAt: new Date((session.expires_at ?? Math.floor(Date.now() / 1000) + 86400) * 1000),
+        requestedBy: caller.userId,
+      },
+      { persist: false },
+    );
+    try {
+      await em.insert(row);
+    } catch (error) {
+      if (!(error instanceof UniqueConstraintViolationException)) throw error;
+      // A request with the same key ran alongside and stored the session Stripe answered both with.
+      const stored =
+        (await em.findOne(TopupSession, { id: session.id })) ?? (key ? await em.findOne(TopupSession, { companyId: caller.companyId, idempotencyKey: key }) : null);
+      if (!stored) throw error;
+      if (stored.credits !== input.credits) throw new AppError('conflict', 'This Idempotency-Key was used for a different top-up');
+      return this.topupView(stored);
+    }
     return this.topupView(row);
   }
 

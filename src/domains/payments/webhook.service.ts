@@ -26,7 +26,23 @@ export const periodKey = (subscriptionId: string, start: Date) => `stripe:${subs
 type Obj = Record<string, unknown>;
 const str = (v: unknown): string | null => (typeof v === 'string' && v ? v : null);
 const idOf = (v: unknown): string | null => str(v) ?? str((v as Obj | null)?.id);
-const time = (v: unknown): Date | null => (typeof v === 'number' && Number.isFinite(v) ? new Date(v * 1000) : null);
+/** A Unix time as a Date; null when absent or outside what a Date can hold. */
+function time(v: unknown): Date | null {
+  if (typeof v !== 'number') return null;
+  const date = new Date(v * 1000);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+/** What makes a signed body unreadable as an event, if anything: answered 400 rather than failing inside an effect. */
+function malformedEvent(event: Stripe.Event): string | null {
+  const { id, type, created, data } = event as unknown as Obj;
+  if (typeof id !== 'string' || !id) return 'id must be a non-empty string';
+  if (typeof type !== 'string' || !type) return 'type must be a non-empty string';
+  if (time(created) === null) return 'created must be a Unix time';
+  const object = (data as Obj | null | undefined)?.object;
+  if (typeof object !== 'object' || object === null || Array.isArray(object)) return 'data.object must be an object';
+  return null;
+}
 const metadataOf = (o: Obj): Obj => ((o.metadata as Obj | null) ?? {}) as Obj;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -104,9 +120,11 @@ export class WebhookService {
     } catch {
       throw new AppError('webhook_signature_invalid', 'The signature does not match the body, or it is older than 300 seconds');
     }
+    const malformed = malformedEvent(event);
+    if (malformed) throw new AppError('webhook_event_invalid', `The signed body is not a readable event: ${malformed}`);
     try {
       await transaction(this.orm, async (em) => {
-        const record = em.create(ProcessorEvent, { id: event.id, type: event.type, createdAt: new Date(event.created * 1000), outcome: 'ignored' });
+        const record = em.create(ProcessorEvent, { id: event.id, type: event.type, createdAt: time(event.created)!, outcome: 'ignored' });
         // First, so a duplicate delivered by another process fails here, before any effect.
         await em.flush();
         const applied = await this.apply(event);
@@ -123,7 +141,7 @@ export class WebhookService {
 
   private async apply(event: Stripe.Event): Promise<Applied> {
     const object = event.data.object as unknown as Obj;
-    const created = new Date(event.created * 1000);
+    const created = time(event.created)!;
     switch (event.type) {
       case 'checkout.session.completed':
         return object.mode === 'payment' ? this.topupCompleted(object) : this.subscriptionStarted(object, created);
