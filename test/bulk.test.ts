@@ -437,3 +437,17 @@ test('a page number beyond a 32-bit integer is 422 at query.page on the job list
   assertCode(res, 422, 'validation_error');
   assert.equal(res.json().errors[0].loc.join('.'), 'query.page');
 });
+
+test('an output_column the file already has (or its _error twin) is 422, so the result file never repeats a column', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  for (const output of ['review', 'id']) {
+    const res = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'reviews.csv', { ...FIELDS, output_column: output });
+    assertCode(res, 422, 'validation_error');
+    assert.equal(res.json().errors[0].loc.join('.'), 'body.output_column');
+  }
+  const twin = await submit(app, keys.ownerA.key, makeCsv([['x', 'out_error'], ['1', 'a']]), 'twin.csv', { input_column: 'x', prompt_template: '{text}', output_column: 'out' });
+  assertCode(twin, 422, 'validation_error');
+  assert.deepEqual(uploads(app), []);
+});

@@ -59,7 +59,7 @@ export function toAppError(error: unknown): AppError {
   if (e?.validation) return AppError.validation(validationIssues(e));
   switch (e?.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new AppError('unsupported_media_type', 'Send the body as application/json');
+      return new AppError('unsupported_media_type', 'Send the body as application/json, or as multipart/form-data where an endpoint takes a file');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('payload_too_large', 'The request body is larger than the server accepts');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -217,6 +217,11 @@ export class BulkService {
         const issues = [{ loc: ['body', 'input_column'], msg: `the file has no column "${fields.inputColumn}"`, type: 'value_error' }];
         throw new AppError('validation_error', `The file has no column "${fields.inputColumn}"; its columns are: ${header.join(', ')}`, { extra: { errors: issues, columns: header } });
       }
+      const taken = [fields.outputColumn, `${fields.outputColumn}_error`].find((name) => header.includes(name));
+      if (taken) {
+        // The result file adds both columns beside the input's: a name the file has would appear twice.
+        throw AppError.validation([{ loc: ['body', 'output_column'], msg: `the file already has a column "${taken}"; choose another output_column`, type: 'value_error' }]);
+      }
       const id = randomUUID();
       const result = await transaction(this.orm, async (em) => {
         const active = await em.count(BulkJob, { company: caller.companyId, status: { $in: ['queued', 'running'] } });
