@@ -358,3 +358,23 @@ test('another user\'s chat session never leaks through GraphQL or REST: a key\'s
   await call(app, companyKey.key, 'POST', '/v1/chat', ask('and?'));
   assert.ok(!fake.seen[3]!.messages.some((m) => m.content === 'secret plan'));
 });
+
+test('two chats sent under one X-Request-Id are two calls, each held and charged (a reused id never makes a call free)', async (t) => {
+  const fake = await fakeOpenAi(t);
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  const send = (message: string) =>
+    app.inject({ method: 'POST', url: '/v1/chat', headers: { authorization: `Bearer ${keys.ownerA.key}`, 'x-request-id': 'same-id-1' }, payload: ask(message) });
+  const first = await send('first question');
+  const second = await send('second question');
+  assert.equal(first.statusCode, 200, first.body);
+  assert.equal(second.statusCode, 200, second.body);
+  assert.equal(fake.seen.length, 2);
+  const charged = first.json().credits_used + second.json().credits_used;
+  assert.ok(second.json().credits_used > 0);
+  assert.equal((await balance(app, a.companyId)).available, 2000 - charged);
+  const [{ n }] = await sql<{ n: number }>(app, 'select count(*) as n from usage_records where company_id = ?', [a.companyId]);
+  assert.equal(n, 2);
+  const history = await sql<{ content: string }>(app, "select content from chat_messages where role = 'user' order by created_at");
+  assert.deepEqual(history.map((m) => m.content), ['first question', 'second question']);
+});

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../../errors/catalog';
 import type { ModuleCaller } from '../../auth/policy';
 import type { AlongsideWrite, BillingApi, Hold } from '../billing';
@@ -58,6 +59,12 @@ export class ModuleCredits {
    * Runs `work` under a hold of `credits`: commits what it reports used, or
    * releases the whole hold when it throws (a partial use it reports on the
    * way out, a client that went away, is committed instead).
+   *
+   * `hold.key` names the request (`chat:<request id>`); each call adds its
+   * own nonce to it. A request id may come from the client (X-Request-Id),
+   * and under a bare request-id key a second call with the same id would
+   * replay the first, settled hold: its provider call would run and be
+   * charged nothing. Each call is held and charged, however it is named.
    */
   async spend<T>(
     caller: ModuleCaller,
@@ -66,7 +73,7 @@ export class ModuleCredits {
     /** A write of the caller's that belongs with a successful call (a chat's history), made beside the commit. */
     alongside?: (value: T) => Promise<void>,
   ): Promise<{ value: T; creditsUsed: number; tokens: number }> {
-    const held = await this.reserve(caller, { credits: hold.credits, key: hold.key, feature: hold.feature, model: hold.model.id });
+    const held = await this.reserve(caller, { credits: hold.credits, key: `${hold.key}:${randomUUID()}`, feature: hold.feature, model: hold.model.id });
     let outcome: { value: T; tokens: number; credits: number };
     try {
       outcome = await work(held);
