@@ -59,6 +59,12 @@ function refusingNul(compile: FastifySchemaCompiler<unknown>): FastifySchemaComp
   };
 }
 
+/** The 422 of query parameters a route does not take, as its validation would answer it. */
+function refuseQueryParameters(query: Record<string, unknown>): void {
+  const names = Object.keys(query);
+  if (names.length) throw AppError.validation(names.map((name) => ({ loc: ['query', name], msg: 'unknown field', type: 'extra_forbidden' })));
+}
+
 /**
  * Registers every route (compiled against the served schema, see
  * compile.ts) under /v1 and /api/v1. A GraphQL route runs its field's
@@ -87,13 +93,18 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
 
     function registerRoute(scope: FastifyInstance, compiled: CompiledRoute) {
       const { route, policy } = compiled;
-      const handler = 'raw' in route ? route.raw : graphqlHandler(compiled);
+      // A GraphQL route that takes no query parameters refuses any in its handler: fastify's validation
+      // of an empty query-string schema would cost every request of the route (the profile read among them).
+      const { querystring, ...request } = compiled.request;
+      const noQuery = !('raw' in route) && querystring !== undefined && Object.keys(querystring.properties ?? {}).length === 0;
+      const handler = 'raw' in route ? route.raw : graphqlHandler(compiled, noQuery);
       for (const prefix of API_PREFIXES) {
         scope.route({
           method: route.method,
           url: prefix + route.path,
           schema: {
-            ...compiled.request,
+            ...request,
+            ...(noQuery || querystring === undefined ? {} : { querystring }),
             ...(compiled.response ? { response: { [route.status]: compiled.response } } : {}),
           },
           // The credential requirement and the budget are the policy of the field the route runs.
@@ -155,7 +166,7 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       }
     }
 
-    function graphqlHandler(compiled: CompiledRoute) {
+    function graphqlHandler(compiled: CompiledRoute, noQuery: boolean) {
       const { route } = compiled;
       const mapping = compiled.operation!;
       const operation = compileOperation(app.graphql.schema, mapping.document, `${route.method} ${route.path}`);
@@ -183,6 +194,7 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       // no promise, no extra tick; fastify sends a returned body and catches a thrown error.
       return (request: FastifyRequest, reply: FastifyReply) => {
         if (measured instanceof AppError) throw measured;
+        if (noQuery && request.url.includes('?')) refuseQueryParameters(request.query as Record<string, unknown>);
         const variables = mapping.variables(request);
         const measuredOperation = measured.operations[0]!;
         const cost = measuredOperation.costUsesVariables ? app.gate.operation(measured, null, variables)!.cost : measuredOperation.cost;
