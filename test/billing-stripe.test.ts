@@ -376,11 +376,38 @@ test('with Stripe, a plan change updates the live subscription with proration; w
   const up = await call(app, c.tokens.ownerB, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'professional' });
   assert.equal(up.statusCode, 200, up.body);
   assert.deepEqual([up.json().effective, up.json().credits_added], ['now', 4000]);
-  const update = fake.requests.find((r) => r.method === 'POST' && r.path === '/v1/subscriptions/sub_b')!;
-  assert.equal(update.body.proration_behavior, 'create_prorations');
-  assert.deepEqual(update.body.items, [{ id: 'si_b', price: 'price_pro' }]);
+  const updates = () => fake.requests.filter((r) => r.method === 'POST' && r.path === '/v1/subscriptions/sub_b');
+  // The upgrade's credits arrive at once, so its prorated price is invoiced at once.
+  assert.equal(updates()[0]!.body.proration_behavior, 'always_invoice');
+  assert.deepEqual(updates()[0]!.body.items, [{ id: 'si_b', price: 'price_pro' }]);
   assert.equal(app.domains.billing.ledger.balance(c.b.companyId).monthly, 6000);
+
+  // A downgrade refunds nothing (an upgrade and a downgrade in one period must not net to nothing), and a
+  // reused X-Request-Id still reaches the processor: each change is a call of its own.
+  const change = (plan: string) =>
+    app.inject({ method: 'POST', url: '/v1/admin/billing/plan/change', headers: { authorization: `Bearer ${c.tokens.ownerB}`, 'x-request-id': 'same-id' }, payload: { plan_id: plan } });
+  const down = await change('starter');
+  assert.equal(down.json().effective, 'next_period', down.body);
+  assert.equal(updates()[1]!.body.proration_behavior, 'none');
+  assert.equal((await change('professional')).statusCode, 200);
+  assert.equal((await change('starter')).statusCode, 200);
+  assert.equal(updates().length, 4);
+  assert.equal(fake.subscriptions.get('sub_b')!.price, 'price_starter');
   await assertLedgerAddsUp(app);
+});
+
+test('a webhook effect that conflicts (a Stripe customer of another company) fails the event, 409, instead of recording it as seen', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const now = Math.floor(Date.now() / 1000);
+  assert.equal((await deliver(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId, 'sub_a', 'cus_shared'), now))).statusCode, 200);
+  const clash = event('checkout.session.completed', subscriptionCheckout(c.b.companyId, 'sub_b', 'cus_shared'), now);
+  const res = await deliver(app, clash);
+  assertCode(res, 409, 'conflict');
+  const [{ n }] = await sql<{ n: number }>(app, 'select count(*) as n from processor_events where id = ?', [clash.id]);
+  assert.equal(n, 0, 'not recorded: Stripe delivers it again');
+  assertCode(await deliver(app, clash), 409, 'conflict');
+  const [{ owner }] = await sql<{ owner: string }>(app, "select company_id as owner from subscriptions where customer_id = 'cus_shared'");
+  assert.equal(owner, c.a.companyId);
 });
 
 test('concurrent top-ups with one Idempotency-Key answer one checkout, never a 500', async (t) => {

@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import fp from 'fastify-plugin';
 import mercurius, { type MercuriusContext } from 'mercurius';
 import { GraphQLError, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors/catalog';
-import { anonymous, type ApiKeyPrincipal, type Principal, type UserPrincipal } from '../auth/principal';
+import { anonymous, type ApiKeyPrincipal, type Principal, type RequestMeta, type UserPrincipal } from '../auth/principal';
 import type { EventBus } from '../events/event-bus';
 import type { AccessService } from '../domains/identity';
 import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
@@ -18,6 +19,16 @@ import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
 import { setRateLimitHeaders } from './rate-limit';
 import { isPromise } from '../is-promise';
 import { lighterSocketMessageLoop } from './ws-message-loop';
+
+/**
+ * The request meta of one socket operation (mercurius copies the connection's
+ * context per operation): an id of its own under the connection's, since
+ * services derive idempotency keys from it and every operation of a socket
+ * is a new request (three grants on one socket are three grants).
+ */
+function socketOperationMeta(meta: RequestMeta): RequestMeta {
+  return { ...meta, requestId: `${meta.requestId}/${randomUUID()}` };
+}
 
 interface HttpOperation {
   query: string;
@@ -294,6 +305,7 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     app.graphql.addHook('preExecution', async (_schema, document, context, variables) => {
       const ctx = context as unknown as GraphQLContext;
       if (!ctx.viaSocket) return ctx.run ? { document } : undefined; // admitted by its HTTP request already
+      ctx.meta = socketOperationMeta(ctx.meta);
       try {
         const operation = socketOperation(gate, gate.readDocument(document), variables);
         if (!operation) return;
@@ -309,6 +321,7 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     });
     app.graphql.addHook('preSubscriptionParsing', async (_schema, source, context) => {
       const ctx = context as unknown as GraphQLContext;
+      ctx.meta = socketOperationMeta(ctx.meta);
       try {
         // A subscription's work is per event, not up front: admitted, not scheduled.
         const operation = socketOperation(gate, gate.read(source), undefined);

@@ -1,9 +1,11 @@
 import { createRequire } from 'node:module';
+import type { FastifyInstance } from 'fastify';
+import { runInUnitOfWork } from '../db/unit-of-work';
 
 /** The part of mercurius' (internal) SubscriptionConnection the replacement loop uses. */
 interface SubscriptionConnection {
   socket: { on(event: 'message', listener: (message: Buffer, isBinary: boolean) => void): unknown };
-  fastify: { log: { error(error: unknown): void } };
+  fastify: FastifyInstance;
   handleMessage(message: Buffer, isBinary: boolean): Promise<void>;
   handleConnectionClose(): void;
   handleConnection(): Promise<void>;
@@ -20,7 +22,11 @@ const REPLACED = Symbol('atrium.lighterSocketMessageLoop');
  * after). This replaces that loop with a listener that handles the
  * socket's messages one after another, as the loop did (a `connection_init`
  * is settled before the `subscribe` sent right behind it), and closes the
- * connection on a failed message, as the loop did.
+ * connection on a failed message, as the loop did. Each message runs in a
+ * unit of work of its own (src/db/unit-of-work.ts): a listener runs in no
+ * async context of the upgrade request, and without one a mutation's
+ * changes and its audit entry would land in separate forks (the changes
+ * lost).
  *
  * The replacement is applied only to the method it was written against:
  * another mercurius version keeps its own loop (correct, only heavier), and
@@ -33,10 +39,11 @@ export function lighterSocketMessageLoop(): boolean {
   if (proto[REPLACED]) return true;
   if (!proto.handleConnection.toString().includes("on(this.socket, 'message')")) return false;
   proto.handleConnection = function (this: SubscriptionConnection): Promise<void> {
+    const orm = this.fastify.kernel.orm;
     let turn = Promise.resolve();
     this.socket.on('message', (message, isBinary) => {
       turn = turn
-        .then(() => this.handleMessage(message, isBinary))
+        .then(() => runInUnitOfWork(orm, () => this.handleMessage(message, isBinary)))
         .catch((error: unknown) => {
           this.fastify.log.error(error);
           this.handleConnectionClose();

@@ -163,21 +163,31 @@ export class SubscriptionService {
       if (!live && price) return this.subscriptionCheckout(caller.companyId, caller.email, planId, previousPlanId, price, meta);
       if (live) {
         if (!price) throw AppError.validation([{ loc: ['body', 'plan_id'], msg: 'this plan has no price (STRIPE_PRICES)', type: 'value_error' }]);
+        const upgrade = isUpgrade(this.plans.plan(previousPlanId), target);
         await this.call(async (stripe) => {
           const current = await stripe.subscriptions.retrieve(live.subscriptionId!);
           const item = current.items.data[0];
           if (!item) throw new AppError('payment_processor_error', 'The subscription has no item to change');
           await stripe.subscriptions.update(
             live.subscriptionId!,
-            { items: [{ id: item.id, price }], proration_behavior: 'create_prorations', metadata: { company_id: companyId, plan_id: planId } },
-            { idempotencyKey: `plan:${companyId}:${live.subscriptionId}:${planId}:${meta?.requestId ?? ''}` },
+            {
+              items: [{ id: item.id, price }],
+              // An upgrade's credits arrive at once, so its prorated price is invoiced at once; a downgrade
+              // takes effect from the next period and refunds nothing (else an upgrade and a downgrade in one
+              // period would leave the credits for a net-zero invoice).
+              proration_behavior: upgrade ? 'always_invoice' : 'none',
+              metadata: { company_id: companyId, plan_id: planId },
+            },
+            // A client's X-Request-Id is no promise of the same change: reused, Stripe would replay an
+            // earlier update while Atrium applied this one. Without an Idempotency-Key the SDK makes one.
+            idempotencyOption(`plan:${companyId}:${live.subscriptionId}:${planId}`, meta?.idempotencyKey),
           );
         });
       }
     }
     return transaction(this.orm, async () => {
       const previous = this.plans.plan(previousPlanId);
-      const upgrade = !previous || target.monthlyCredits > previous.monthlyCredits;
+      const upgrade = isUpgrade(previous, target);
       await this.accounts.setPlan(companyId, planId);
       if (live) live.planId = planId;
       let creditsAdded = 0;
@@ -248,8 +258,8 @@ export class SubscriptionService {
         },
         // Stripe answers a repeated key with the first session, never a second charge. Without a
         // client key the SDK makes one per call (its own retries reuse it): a client's X-Request-Id
-        // is no promise of the same top-up. Hashed: Stripe takes at most 255 characters.
-        key ? { idempotencyKey: `topup:${caller.companyId}:${sha256Hex(key)}` } : {},
+        // is no promise of the same top-up.
+        idempotencyOption(`topup:${caller.companyId}`, key),
       ),
     );
     if (!session.url) throw new AppError('payment_processor_error', 'The processor answered a session without a URL');
@@ -408,7 +418,7 @@ export class SubscriptionService {
           success_url: `${this.urls.publicUrl}/app/billing?subscription=success&session_id={CHECKOUT_SESSION_ID}`,
           cancel_url: `${this.urls.publicUrl}/app/billing?subscription=cancelled`,
         },
-        { idempotencyKey: `subscribe:${companyId}:${planId}:${meta?.idempotencyKey || meta?.requestId || ''}` },
+        idempotencyOption(`subscribe:${companyId}:${planId}`, meta?.idempotencyKey),
       ),
     );
     return { planId, previousPlanId, effective: 'checkout', creditsAdded: 0, checkoutUrl: session.url ?? null };
@@ -470,3 +480,16 @@ function countBy(keys: string[]): { key: string; count: number }[] {
   return [...counts].map(([key, count]) => ({ key, count })).sort((a, b) => a.key.localeCompare(b.key));
 }
 
+
+function isUpgrade(previous: { monthlyCredits: number } | null | undefined, target: { monthlyCredits: number }): boolean {
+  return !previous || target.monthlyCredits > previous.monthlyCredits;
+}
+
+/**
+ * Stripe's idempotency key for a call made on behalf of a client's
+ * Idempotency-Key (hashed: Stripe takes at most 255 characters); without
+ * one, none, and the SDK makes its own per call (its retries reuse it).
+ */
+function idempotencyOption(scope: string, clientKey: string | null | undefined): { idempotencyKey?: string } {
+  return clientKey ? { idempotencyKey: `${scope}:${sha256Hex(clientKey)}` } : {};
+}

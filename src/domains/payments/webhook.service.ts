@@ -26,6 +26,9 @@ export const periodKey = (subscriptionId: string, start: Date) => `stripe:${subs
 type Obj = Record<string, unknown>;
 const str = (v: unknown): string | null => (typeof v === 'string' && v ? v : null);
 const idOf = (v: unknown): string | null => str(v) ?? str((v as Obj | null)?.id);
+/** The event's id is recorded already: its delivery is a duplicate (the transaction rolls back). */
+class SeenBefore extends Error {}
+
 /** A Unix time as a Date; null when absent or outside what a Date can hold. */
 function time(v: unknown): Date | null {
   if (typeof v !== 'number') return null;
@@ -125,15 +128,20 @@ export class WebhookService {
     try {
       await transaction(this.orm, async (em) => {
         const record = em.create(ProcessorEvent, { id: event.id, type: event.type, createdAt: time(event.created)!, outcome: 'ignored' });
-        // First, so a duplicate delivered by another process fails here, before any effect.
-        await em.flush();
+        // First, so a duplicate delivered by another process fails here, before any effect. Only this
+        // insert means "seen before": a conflict inside an effect fails the event (Stripe retries it).
+        try {
+          await em.flush();
+        } catch (error) {
+          throw error instanceof UniqueConstraintViolationException ? new SeenBefore() : error;
+        }
         const applied = await this.apply(event);
         record.outcome = applied.outcome;
         record.companyId = applied.companyId;
         await em.flush();
       });
     } catch (error) {
-      if (error instanceof UniqueConstraintViolationException) return { received: true, duplicate: true };
+      if (error instanceof SeenBefore) return { received: true, duplicate: true };
       throw error;
     }
     return { received: true, duplicate: false };
@@ -325,6 +333,11 @@ export class WebhookService {
   /** The company's subscription row, created on its first event (the processor's customer id names it from then on). */
   private async subscriptionRow(companyId: string, customerId: string): Promise<Subscription> {
     const em = currentEm(this.orm);
+    const owner = await em.findOne(Subscription, { customerId, companyId: { $ne: companyId } });
+    if (owner) {
+      // One Stripe customer pays for one company: never move it silently (nor drop the event as seen).
+      throw new AppError('conflict', `Stripe customer ${customerId} already belongs to another company; the event was not applied`);
+    }
     const existing = await em.findOne(Subscription, { companyId });
     if (existing) {
       existing.customerId = customerId;
