@@ -104,6 +104,10 @@ test('the estimated cost counts page sizes, from literals and from variables', a
   assertTooComplex(await gql(app, query, { token, variables: { n: 100 } }), 'estimated cost');
   const fits = await gql(app, query, { token, variables: { n: 5 } });
   assert.equal(fits.status, 200, JSON.stringify(fits.body));
+  // A variable left out takes its declared default: the default is measured, not the field's own.
+  const defaulted = `query($n: Int = 100) { ${aliases(9, page('$n'))} }`;
+  assertTooComplex(await gql(app, defaulted, { token }), 'estimated cost');
+  assert.equal((await gql(app, defaulted, { token, variables: { n: 5 } })).status, 200);
 });
 
 test('the refusal names the cap, its limit and what was asked', async (t) => {

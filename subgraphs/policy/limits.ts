@@ -155,7 +155,9 @@ export class OperationMeter {
     for (const d of measured.document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
     const root = this.rootType(operation.node);
     if (!root) return operation.cost;
-    return this.checkCost(new CostWalk(this.schema, fragments, variables ?? {}).selectionSet(operation.node.selectionSet, root, undefined).cost);
+    // A variable the request leaves out takes its declared default, as execution will give it.
+    const given = { ...variableDefaults(operation.node), ...(variables ?? {}) };
+    return this.checkCost(new CostWalk(this.schema, fragments, given).selectionSet(operation.node.selectionSet, root, undefined).cost);
   }
 
   private checkCost(cost: number): number {
@@ -315,6 +317,15 @@ class CostWalk {
     // Measuring the worst case: the largest page the variable could ask for.
     return this.variables === undefined ? MAX_PER_PAGE : this.variables?.[node.name.value];
   }
+}
+
+/** The defaults an operation declares for its variables (`query($p: Int = 100)`). */
+function variableDefaults(operation: OperationDefinitionNode): Record<string, unknown> {
+  const defaults: Record<string, unknown> = {};
+  for (const definition of operation.variableDefinitions ?? []) {
+    if (definition.defaultValue) defaults[definition.variable.name.value] = valueFromASTUntyped(definition.defaultValue);
+  }
+  return defaults;
 }
 
 const schemaSizes = new WeakMap<GraphQLSchema, number>();
