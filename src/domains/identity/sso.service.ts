@@ -1,3 +1,4 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Orm } from '../../db/orm';
 import type { IdentitySettings } from './config';
@@ -610,10 +611,18 @@ export class SsoService {
       if (claimed !== 1) {
         throw new SsoRefusal('invitation_race', new AppError('conflict', 'This invitation was just used; sign in again'), { email });
       }
+      // An account for this email may have been made meanwhile (a password accept of another
+      // invitation): checked here, inside the transaction, as accepting by password does.
+      const taken = () => new SsoRefusal('email_race', new AppError('conflict', 'An account with this email address was just created; sign in again'), { email });
+      if (await tx.count(User, { email })) throw taken();
       const company = tx.getReference(Company, invitation.company.id);
       const user = tx.create(User, { company, email, name, passwordHash, role: invitation.role });
       tx.create(UserIdentity, { user, provider, subject, email, lastLoginAt: now });
-      await tx.flush();
+      try {
+        await tx.flush();
+      } catch (error) {
+        throw error instanceof UniqueConstraintViolationException ? taken() : error;
+      }
       const actor = { actorType: 'user' as const, actorId: user.id, actorLabel: email };
       await this.audit.record({
         action: 'user.created_via_sso',
