@@ -67,18 +67,21 @@ test('a revoke never takes the balance below zero', async (t) => {
   assert.equal(app.domains.billing.ledger.balance(c.a.companyId).available, 2000);
 });
 
-test('a grant retried with the same X-Request-Id grants once', async (t) => {
+test('a grant retried with the same X-Request-Id grants once; the same id with another body is 409, not a silent no-op', async (t) => {
   const app = await build(t);
   const c = await cast(app);
-  const send = () =>
+  const send = (payload = { credits: 100, reason: 'retry me' }) =>
     app.inject({
       method: 'POST',
       url: `/v1/admin/companies/${c.a.companyId}/credits/grant`,
       headers: { authorization: `Bearer ${c.tokens.superadmin}`, 'x-request-id': 'grant-retry-1' },
-      payload: { credits: 100, reason: 'retry me' },
+      payload,
     });
   assert.equal((await send()).json().granted, 100);
   assert.equal((await send()).json().granted, 100);
+  assertCode(await send({ credits: 5000, reason: 'retry me' }), 409, 'conflict');
+  assertCode(await send({ credits: 100, reason: 'another reason' }), 409, 'conflict');
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).granted, 100);
   const [{ n }] = await sql<{ n: number }>(app, "select count(*) as n from audit_events where action = 'credits.granted'");
   assert.equal(n, 1);
 });

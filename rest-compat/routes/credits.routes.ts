@@ -6,7 +6,7 @@ import { GRANT_REASON_MAX, MAX_CREDITS_PER_WRITE, TRANSACTIONS_PER_PAGE } from '
 const company = { companyId: path('company_id', { format: 'uuid' }) };
 const SUPERADMIN_ONLY =
   'Platform superadmins only (credits are money): anyone else gets 403, an owner included. An unknown company is 404.';
-const IDEMPOTENT = 'Idempotent per request: a retry with the same X-Request-Id header changes nothing and answers the balance.';
+const IDEMPOTENT = 'Idempotent per request: a retry with the same X-Request-Id header changes nothing and answers the balance; the same id with other credits or another reason is 409.';
 
 /** The credit balance, the ledger, grants and revokes, and spending budgets. */
 export const creditRoutes: RestRoute[] = [
@@ -35,7 +35,7 @@ export const creditRoutes: RestRoute[] = [
       `credits never expire and are spent after the monthly ones. ${SUPERADMIN_ONLY} ${IDEMPOTENT} Audited credits.granted.`,
     tag: 'Billing',
     status: 200,
-    problems: { 403: 'The caller is not a platform superadmin', 404: 'No such company' },
+    problems: { 403: 'The caller is not a platform superadmin', 404: 'No such company', 409: 'The X-Request-Id was used for another grant' },
     field: 'grantCredits',
     args: { ...company, input: body() },
   },
@@ -50,7 +50,7 @@ export const creditRoutes: RestRoute[] = [
       'Audited credits.revoked.',
     tag: 'Billing',
     status: 200,
-    problems: { 403: 'The caller is not a platform superadmin', 404: 'No such company' },
+    problems: { 403: 'The caller is not a platform superadmin', 404: 'No such company', 409: 'The X-Request-Id was used for another revoke' },
     field: 'revokeCredits',
     args: { ...company, input: body() },
   },

@@ -462,7 +462,18 @@ export class LedgerService {
         const account = this.account(sql, companyId, now, false);
         if (!account) throw new AppError('not_found', 'No such company');
         const entryKey = `${kind}:${key}`;
-        if (this.entryExists(sql, companyId, entryKey)) return null;
+        const earlier = sql.get<{ credits: number; reason: string | null }>(
+          'select credits, reason from credit_entries where company_id = ? and idempotency_key = ?',
+          companyId,
+          entryKey,
+        );
+        if (earlier) {
+          // A retry changes nothing; the same request id with another body is another request, refused rather than lost.
+          if (earlier.credits !== input.credits || earlier.reason !== reason) {
+            throw new AppError('conflict', `This request id was used for another ${kind} (${earlier.credits} credits); send the ${kind} with a new X-Request-Id`);
+          }
+          return null;
+        }
         if (kind === 'grant') {
           this.move(sql, now, companyId, 'grant', entryKey, input.credits, { granted: input.credits }, { reason, actorId });
           return { granted: input.credits };
