@@ -16,6 +16,7 @@ import type { CompiledRoute } from './compile';
 import { pageLinks, type PageBody } from './pagination';
 import { API_PREFIXES } from './route';
 import { NUL_ISSUE, nulPaths } from '../src/errors/nul';
+import { UNKNOWN_FIELD } from '../src/errors/to-app-error';
 import { isPromise } from '../src/is-promise';
 
 export { compileRoutes, type CompiledRoute } from './compile';
@@ -62,7 +63,7 @@ function refusingNul(compile: FastifySchemaCompiler<unknown>): FastifySchemaComp
 /** The 422 of query parameters a route does not take, as its validation would answer it. */
 function refuseQueryParameters(query: Record<string, unknown>): void {
   const names = Object.keys(query);
-  if (names.length) throw AppError.validation(names.map((name) => ({ loc: ['query', name], msg: 'unknown field', type: 'extra_forbidden' })));
+  if (names.length) throw AppError.validation(names.map((name) => ({ loc: ['query', name], ...UNKNOWN_FIELD })));
 }
 
 /**

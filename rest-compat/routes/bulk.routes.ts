@@ -9,6 +9,7 @@ import { problemBody } from '../../src/host/problem';
 import { isAppError } from '../../src/errors/catalog';
 import type { BulkJobView, BulkRowView, TableKind } from '../../src/domains/bulk';
 import { jobIdAnswer } from '../schemas';
+import { uploadFailure } from '../multipart';
 
 const MODULES_KEY = 'Takes only an AI-modules key (Authorization: Bearer sk_live_svc_…) with the bulk scope; any other credential is 401.';
 const PLATFORM = "Takes a signed-in user's access token or a company API key (svc_…).";
@@ -53,11 +54,7 @@ async function readUpload(request: FastifyRequest): Promise<{ path: string; file
     }
   } catch (error) {
     await fs.promises.rm(target, { force: true });
-    if (error instanceof AppError) throw error;
-    const code = (error as { code?: string }).code;
-    if (code === 'FST_FILES_LIMIT') throw AppError.validation([{ loc: ['body', 'file'], msg: 'send one file', type: 'value_error' }]);
-    if (code === 'FST_REQ_FILE_TOO_LARGE' || code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT') throw tooLarge();
-    throw new AppError('bad_request', 'The multipart body could not be read', { cause: error });
+    throw uploadFailure(error, tooLarge());
   }
   if (filename === null) {
     await fs.promises.rm(target, { force: true });

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { body, path, type RestRoute } from '../route';
 import { AppError } from '../../src/errors/catalog';
 import { documentKinds } from '../../src/domains/documents';
+import { uploadFailure } from '../multipart';
 
 const KEY = 'Takes only an AI-modules key (Authorization: Bearer sk_live_svc_…) with the rag scope; any other credential is 401.';
 
@@ -44,13 +45,7 @@ async function upload(request: FastifyRequest, reply: FastifyReply) {
       if (part.file.truncated) throw new AppError('payload_too_large', `The file is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB`);
     }
   } catch (error) {
-    if (error instanceof AppError) throw error;
-    const code = (error as { code?: string }).code;
-    if (code === 'FST_FILES_LIMIT') throw AppError.validation([{ loc: ['body', 'file'], msg: 'send one file', type: 'value_error' }]);
-    if (code === 'FST_REQ_FILE_TOO_LARGE' || code === 'FST_PARTS_LIMIT') {
-      throw new AppError('payload_too_large', `The file is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB, or the form has too many parts`);
-    }
-    throw new AppError('bad_request', 'The multipart body could not be read', { cause: error });
+    throw uploadFailure(error, new AppError('payload_too_large', `The file is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB, or the form has too many parts`));
   }
   if (bytes === undefined) throw AppError.validation([{ loc: ['body', 'file'], msg: 'a multipart field named "file" is required', type: 'missing' }]);
   const document = await documents.upload(request.principal, { filename, bytes });

@@ -13,10 +13,13 @@ interface ThrownError {
   validationContext?: string;
 }
 
+/** The issue of a member a request part does not take, as validation answers it (and the REST adapter, for a query it checks itself). */
+export const UNKNOWN_FIELD = { msg: 'unknown field', type: 'extra_forbidden' } as const;
+
 /** Ajv keywords, named the way HTTPValidationError items name them. */
 const ajvTypes: Record<string, string> = {
   required: 'missing',
-  additionalProperties: 'extra_forbidden',
+  additionalProperties: UNKNOWN_FIELD.type,
   minLength: 'string_too_short',
   maxLength: 'string_too_long',
   minimum: 'greater_than_equal',
@@ -47,7 +50,7 @@ export function validationIssues(error: ThrownError): ValidationIssue[] {
     if (e.keyword === 'required') loc.push(String(e.params.missingProperty));
     if (e.keyword === 'additionalProperties') loc.push(String(e.params.additionalProperty));
     const type = e.keyword === 'type' ? `${String(e.params.type)}_type` : (ajvTypes[e.keyword] ?? e.keyword);
-    const msg = e.keyword === 'additionalProperties' ? 'unknown field' : (e.message ?? 'invalid');
+    const msg = e.keyword === 'additionalProperties' ? UNKNOWN_FIELD.msg : (e.message ?? 'invalid');
     return { loc, msg, type };
   });
 }

@@ -10,7 +10,8 @@ import type { JobQueue } from '../../jobs/job-queue';
 import type { RunningJob } from '../../jobs/worker';
 import { collectGarbage } from '../../kernel/gc';
 import { AppError, isAppError, type ValidationIssue } from '../../errors/catalog';
-import { NUL_ISSUE } from '../../errors/nul';
+import { NUL_ISSUE, nulPaths } from '../../errors/nul';
+import { storedFileName } from '../../file-name';
 import { canSeeJob, requireJobCaller, type JobCaller } from '../../auth/policy';
 import type { Principal } from '../../auth/principal';
 import { checkPage, type Page } from '../../pagination';
@@ -236,8 +237,7 @@ export class BulkService {
           company: em.getReference(Company, caller.companyId),
           user: caller.userId ? em.getReference(User, caller.userId) : null,
           apiKeyId: caller.keyId,
-          // As documents do: no control characters or path separators in a name that is shown and sent back.
-          filename: input.filename.replace(/[\p{Cc}/\\]/gu, '_').slice(0, 255) || `upload.${format.kind}`,
+          filename: storedFileName(input.filename, `upload.${format.kind}`),
           format: format.kind,
           delimiter: format.delimiter,
           columns: JSON.stringify(header),
@@ -655,8 +655,9 @@ function checkFields(input: BulkSubmission): { inputColumn: string; promptTempla
   const outputColumn = (input.outputColumn ?? '').trim() || 'AI_Result';
   if (outputColumn.length > COLUMN_NAME_MAX) issues.push({ loc: ['body', 'output_column'], msg: `at most ${COLUMN_NAME_MAX} characters`, type: 'string_length' });
   const model = input.model?.trim() || null;
+  // Multipart fields, which the REST adapter's JSON check does not see.
   const texts = { input_column: input.inputColumn, prompt_template: input.promptTemplate, output_column: input.outputColumn, model: input.model };
-  for (const [field, text] of Object.entries(texts)) if (text?.includes('\u0000')) issues.push({ loc: ['body', field], ...NUL_ISSUE });
+  for (const path of nulPaths(texts)) issues.push({ loc: ['body', ...path], ...NUL_ISSUE });
   if (issues.length) throw AppError.validation(issues);
   return { inputColumn, promptTemplate, outputColumn, model };
 }

@@ -7,6 +7,7 @@ import type { Principal, RequestMeta } from '../../auth/principal';
 import { creditsFor, type AiApi } from '../ai';
 import type { CatalogService } from '../catalog';
 import { chunkSections, DOCUMENT_MIME, extractDocument, type DocumentKind, type ExtractLimits } from './extract';
+import { storedFileName } from '../../file-name';
 
 export interface DocumentView {
   docId: string;
@@ -86,7 +87,7 @@ export class DocumentsService {
 
   async upload(principal: Principal, file: { filename: string; bytes: Buffer }): Promise<DocumentView> {
     const caller = requireModuleCaller(principal, 'rag');
-    const filename = (file.filename || 'upload').replace(/[\p{Cc}/\\]/gu, '_').slice(0, 255);
+    const filename = storedFileName(file.filename, 'upload');
     const extracted = await extractDocument(file.bytes, filename, this.limits);
     const chunks = chunkSections(extracted.sections);
     const id = randomUUID();

@@ -480,7 +480,7 @@ function countBy(keys: string[]): { key: string; count: number }[] {
   return [...counts].map(([key, count]) => ({ key, count })).sort((a, b) => a.key.localeCompare(b.key));
 }
 
-
+/** An upgrade gives more monthly credits (any plan from none is one): its credits arrive at once. */
 function isUpgrade(previous: { monthlyCredits: number } | null | undefined, target: { monthlyCredits: number }): boolean {
   return !previous || target.monthlyCredits > previous.monthlyCredits;
 }
