@@ -3,6 +3,10 @@ import type { FastifyRequest } from 'fastify';
 import { fieldPolicy, type FieldPolicy } from '../subgraphs/policy/access';
 import { compileRestMapper, fieldOutputPlan, fullSelection, inputSchema, toGraphQLInput, type JsonSchema } from './shapes';
 import { isRawRoute, type ArgSource, type GraphQLRoute, type RestRoute } from './route';
+import { restArgHints, type RestHints } from '../subgraphs/rest';
+
+/** Bounds live on the field (`@RestArgs`), where GraphQL enforces them too; a route's hints only say how REST spells and documents a value. */
+const FIELD_ONLY_HINTS = ['minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems', 'pattern'] as const;
 
 /** A route as the adapter serves it and the OpenAPI document describes it. */
 export interface CompiledRoute {
@@ -47,7 +51,15 @@ function compileGraphQLRoute(schema: GraphQLSchema, route: GraphQLRoute): Compil
   const policy = fieldPolicy(field);
   if (!policy) throw new Error(`${route.field} declares no access policy`);
   const args = Object.entries(route.args ?? {});
-  for (const [name] of args) if (!field.args.some((a) => a.name === name)) throw new Error(`${route.field} has no argument ${name}`);
+  for (const [name, source] of args) {
+    if (!field.args.some((a) => a.name === name)) throw new Error(`${route.field} has no argument ${name}`);
+    const bound = FIELD_ONLY_HINTS.find((keyword) => 'hints' in source && source.hints?.[keyword] !== undefined);
+    if (bound) throw new Error(`the hint ${bound} of ${name} bounds GraphQL too: declare it on ${route.field} (@RestArgs)`);
+  }
+  for (const [member, hints] of Object.entries(route.bodyHints?.properties ?? {})) {
+    const bound = FIELD_ONLY_HINTS.find((keyword) => hints[keyword] !== undefined);
+    if (bound) throw new Error(`the body hint ${bound} of ${member} bounds GraphQL too: declare it on the input field (@Rest)`);
+  }
   const missing = field.args.filter((a) => isNonNullType(a.type) && a.defaultValue === undefined && !route.args?.[a.name]);
   if (missing.length) throw new Error(`${route.field} needs ${missing.map((a) => a.name).join(', ')} and the route maps none`);
 
@@ -125,14 +137,15 @@ function requestSchemas(route: GraphQLRoute, field: GraphQLField<unknown, unknow
       else out.body = withBodyHints(inputSchema(whole), route);
       continue;
     }
+    const hints: RestHints | undefined = source.hints || restArgHints(field, name) ? { ...restArgHints(field, name), ...source.hints } : undefined;
     // Path and query values are never null: their schema is the non-null type's.
-    const schema = inputSchema(new GraphQLNonNull(getNullableType(arg.type)), source.hints, arg.description);
+    const schema = inputSchema(new GraphQLNonNull(getNullableType(arg.type)), hints, arg.description);
     if (source.in === 'path') params[source.name] = schema;
     else if (source.in === 'query') {
       queryProperties[source.name] = arg.defaultValue === undefined ? schema : { ...schema, default: arg.defaultValue };
       if (required) queryRequired.push(source.name);
     } else {
-      bodyProperties[source.name] = inputSchema(arg.type, source.hints, arg.description);
+      bodyProperties[source.name] = inputSchema(arg.type, hints, arg.description);
       if (required) bodyRequired.push(source.name);
     }
   }

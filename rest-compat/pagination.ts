@@ -13,11 +13,11 @@ export interface PageBody<T = unknown> {
   total: number;
 }
 
-/** The `page` and `per_page` query parameters of a list route, as its field's `page` and `perPage` (bounds as checkPage enforces them). */
+/** The `page` and `per_page` query parameters of a list route, as its field's `page` and `perPage` (their bounds are the field's: PAGE_BOUNDS). */
 export function pageArgs(): Record<'page' | 'perPage', ArgSource> {
   return {
-    page: query('page', { minimum: 1, description: 'Page number, from 1' }),
-    perPage: query('per_page', { minimum: 1, maximum: MAX_PER_PAGE, description: `Items per page, 1 to ${MAX_PER_PAGE}` }),
+    page: query('page', { description: 'Page number, from 1' }),
+    perPage: query('per_page', { description: `Items per page, 1 to ${MAX_PER_PAGE}` }),
   };
 }
 

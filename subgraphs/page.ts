@@ -1,5 +1,6 @@
 import { Field, Int, ObjectType, type ClassType } from 'type-graphql';
 import { Rest } from './rest';
+import { MAX_PER_PAGE } from '../src/pagination';
 
 /**
  * The one pagination envelope of Atrium's lists, as GraphQL sees it:
@@ -23,3 +24,10 @@ export function PageType<T extends object>(item: ClassType<T>, name: string) {
   }
   return Page;
 }
+
+/**
+ * The bounds of a list field's `page` and `perPage` arguments, as checkPage
+ * holds them: `@RestArgs(PAGE_BOUNDS)`, so both transports and the OpenAPI
+ * document state them from one place.
+ */
+export const PAGE_BOUNDS = { page: { minimum: 1 }, perPage: { minimum: 1, maximum: MAX_PER_PAGE } } as const;

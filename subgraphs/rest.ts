@@ -1,12 +1,16 @@
 import { Extensions } from 'type-graphql';
 import type { GraphQLField, GraphQLInputField } from 'graphql';
+import type { Maybe } from 'graphql/jsutils/Maybe';
 
 /**
- * What the REST surface documents and validates about a field beyond its
- * GraphQL type: formats, allowed values, bounds. The REST adapter derives
- * each route's bodies and their JSON schemas from the GraphQL types; these
- * hints ride on the same field, so a shape is still written once. They stay
- * out of the GraphQL schema (extensions are not printed).
+ * What a field takes or answers beyond its GraphQL type: formats, allowed
+ * values, bounds, and its REST spelling. The REST adapter derives each
+ * route's bodies and their JSON schemas from the GraphQL types; these hints
+ * ride on the same field, so a shape is still written once. Their bounds
+ * hold on every transport: REST validates them in its JSON schemas, the
+ * policy layer checks GraphQL arguments against them
+ * (./policy/bounds.ts). They stay out of the GraphQL schema (extensions are
+ * not printed).
  */
 export interface RestHints {
   /** The REST name when it is not the snake_case of the GraphQL name. */
@@ -32,6 +36,10 @@ export interface RestHints {
 }
 
 const REST = 'atriumRest';
+const REST_ARGS = 'atriumRestArgs';
+
+/** A field or field config: what carries extensions. */
+type HintedField = { extensions?: Maybe<Readonly<Record<string, unknown>>> };
 
 /** Declares a field's REST hints. */
 export function Rest(hints: RestHints): PropertyDecorator & MethodDecorator {
@@ -40,6 +48,24 @@ export function Rest(hints: RestHints): PropertyDecorator & MethodDecorator {
 
 export function restHints(field: GraphQLField<unknown, unknown> | GraphQLInputField): RestHints | undefined {
   return field.extensions?.[REST] as RestHints | undefined;
+}
+
+/**
+ * Declares the hints of a root field's scalar arguments, by argument name
+ * (type-graphql keeps no extensions on an argument, so they ride on its
+ * field). A route's own hints for the argument add only REST's docs.
+ */
+export function RestArgs(hints: Record<string, RestHints>): MethodDecorator {
+  return Extensions({ [REST_ARGS]: Object.freeze({ ...hints }) });
+}
+
+export function restArgHints(field: HintedField, arg: string): RestHints | undefined {
+  return restArgNames(field).includes(arg) ? (field.extensions![REST_ARGS] as Record<string, RestHints>)[arg] : undefined;
+}
+
+/** The arguments a field declares hints for (the policy layer checks that each exists). */
+export function restArgNames(field: HintedField): string[] {
+  return Object.keys((field.extensions?.[REST_ARGS] as Record<string, RestHints> | undefined) ?? {});
 }
 
 /** camelCase to the REST spelling: createdAt → created_at. */

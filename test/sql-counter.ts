@@ -20,10 +20,13 @@ const statementProto = (() => {
 })();
 
 let recording: string[] | null = null;
+/** The job worker's look for due work runs on its own timer, whenever it falls due: never a request's statement. */
+const WORKER_POLL = /^select 1 from jobs where completed_at is null\b/;
 for (const method of ['run', 'get', 'all', 'iterate']) {
   const original = statementProto[method]!;
   statementProto[method] = function (this: Statement, ...args: unknown[]) {
-    recording?.push(this.source.replace(/\s+/g, ' ').trim());
+    const statement = recording && this.source.replace(/\s+/g, ' ').trim();
+    if (statement && !WORKER_POLL.test(statement)) recording!.push(statement);
     return original.apply(this, args);
   };
 }

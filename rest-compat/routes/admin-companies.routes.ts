@@ -38,7 +38,7 @@ export const adminCompanyRoutes: RestRoute[] = [
     status: 200,
     problems: { 403: 'The caller is not an owner or admin' },
     field: 'adminCompanies',
-    args: { q: query('q', { maxLength: 200, description: 'Name contains' }), ...pageArgs() },
+    args: { q: query('q', { description: 'Name contains' }), ...pageArgs() },
     paginated: true,
   },
   {
@@ -87,8 +87,8 @@ export const adminCompanyRoutes: RestRoute[] = [
     args: {
       companyId: path('company_id', { format: 'uuid' }),
       ...pageArgs(),
-      action: query('action', { minLength: 1, maxLength: 64, description: 'Exact action' }),
-      actor: query('actor', { minLength: 1, maxLength: 320, description: 'Actor id or label' }),
+      action: query('action', { description: 'Exact action' }),
+      actor: query('actor', { description: 'Actor id or label' }),
     },
     paginated: true,
   },

@@ -6,7 +6,7 @@ const WHO =
   'Owners and admins of the company and its API keys; a member gets 403. A superadmin may name any company with company_id; ' +
   'anyone else naming another company gets 403.';
 
-const connector = { name: path('name', { maxLength: 64, description: 'google_drive or onedrive; any other name is 404' }) };
+const connector = { name: path('name', { description: 'google_drive or onedrive; any other name is 404' }) };
 
 /** A company's cloud-storage connectors (google_drive, onedrive). */
 export const adminConnectorRoutes: RestRoute[] = [

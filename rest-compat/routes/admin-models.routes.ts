@@ -48,6 +48,6 @@ export const adminModelRoutes: RestRoute[] = [
     status: 200,
     problems: { 403: 'The caller is not a platform superadmin', 404: 'No such model' },
     field: 'updateModel',
-    args: { id: path('model_id', { minLength: 1, maxLength: 100 }), input: body() },
+    args: { id: path('model_id'), input: body() },
   },
 ];

@@ -38,7 +38,7 @@ export const adminUserRoutes: RestRoute[] = [
     problems: { 403: PROBLEMS[403], 404: 'company_id of another company, or no such company (superadmin)' },
     field: 'adminUsers',
     args: {
-      q: query('q', { maxLength: 320, description: 'Email or name contains (case-insensitive)' }),
+      q: query('q', { description: 'Email or name contains (case-insensitive)' }),
       role: query('role', { enum: roles }),
       status: query('status', { enum: userStatuses }),
       sort: query('sort', { enum: ADMIN_USER_SORTS.flatMap((s) => [s, `-${s}`]), description: 'Sort key; - prefix for descending' }),
@@ -103,7 +103,7 @@ export const adminUserRoutes: RestRoute[] = [
     status: 200,
     problems: MUTATION_PROBLEMS,
     field: 'suspendUser',
-    args: { ...user, reason: member('reason', { minLength: 1, maxLength: SUSPEND_REASON_MAX }) },
+    args: { ...user, reason: member('reason') },
     bodyHints: { title: 'SuspendRequest' },
   },
   {
@@ -203,7 +203,7 @@ export const adminUserRoutes: RestRoute[] = [
     status: 200,
     problems: PROBLEMS,
     field: 'adminUserUsage',
-    args: { ...user, days: query('days', { minimum: 1, maximum: USAGE_DAYS_MAX }) },
+    args: { ...user, days: query('days') },
   },
   {
     method: 'POST',

@@ -11,7 +11,7 @@ import { SIGN_IN_SELECTION } from './auth.routes';
 export const LEGACY_INVITE_DEPRECATION = {
   deprecation: '@1795305600', // 2026-11-22T00:00:00Z
   sunset: 'Mon, 01 Mar 2027 00:00:00 GMT',
-  link: '/v1/admin/invitations',
+  link: '/admin/invitations',
 };
 
 const ADMIN_ONLY =
@@ -29,7 +29,6 @@ const createDescription =
   `${ADMIN_ONLY} Audited invitation.created.`;
 
 /** A single invitation's address: the bulk rows check theirs per row, so only the single request bounds it below. */
-const singleInvitation = { properties: { email: { minLength: 3 } } };
 
 /** Bulk rows are answered without the member that does not apply (invitation or error). */
 interface BulkBody {
@@ -51,7 +50,7 @@ export const invitationRoutes: RestRoute[] = [
     problems: createProblems,
     field: 'createInvitation',
     args: { input: body() },
-    bodyHints: { title: 'InvitationRequest', ...singleInvitation },
+    bodyHints: { title: 'InvitationRequest' },
   },
   {
     method: 'GET',
@@ -157,7 +156,7 @@ export const invitationRoutes: RestRoute[] = [
     problems: createProblems,
     field: 'createInvitation',
     args: { input: body() },
-    bodyHints: { title: 'InviteRequest', ...singleInvitation },
+    bodyHints: { title: 'InviteRequest' },
   },
   {
     method: 'POST',

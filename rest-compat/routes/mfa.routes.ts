@@ -27,7 +27,7 @@ export const mfaRoutes: RestRoute[] = [
     status: 200,
     field: 'verifyMfa',
     args: {
-      code: member('totp_code', { minLength: 1, maxLength: 64, description: 'A 6-digit code from the authenticator app' }),
+      code: member('totp_code', { description: 'A 6-digit code from the authenticator app' }),
     },
   },
   {

@@ -204,6 +204,6 @@ export const moduleRoutes: RestRoute[] = [
     status: 200,
     problems: { 403: 'The key lacks the translate scope' },
     field: 'detectLanguage',
-    args: { text: member('text', { minLength: 1, maxLength: STUDIO_TEXT_MAX }) },
+    args: { text: member('text') },
   },
 ];

@@ -24,7 +24,7 @@ export const passwordRoutes: RestRoute[] = [
     extension: true,
     status: 202,
     field: 'requestPasswordReset',
-    args: { email: member('email', { minLength: 3, maxLength: 320 }) },
+    args: { email: member('email') },
     // The field only says "accepted"; the documented body is the same message for every address.
     answer: {
       body: () => PASSWORD_RESET_ACCEPTED,

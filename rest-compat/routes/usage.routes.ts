@@ -11,7 +11,7 @@ const QUERY =
 
 const usageQuery = {
   groupBy: query('group_by', { enum: usageGroups, description: `How to group: ${usageGroups.join(', ')}` }),
-  days: query('days', { minimum: 1, maximum: USAGE_DAYS_MAX, description: `The last days, 1 to ${USAGE_DAYS_MAX}` }),
+  days: query('days', { description: `The last days, 1 to ${USAGE_DAYS_MAX}` }),
   companyId: actingCompany(),
 };
 

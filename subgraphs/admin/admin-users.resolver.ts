@@ -1,10 +1,12 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest } from '../rest';
+import { Rest, RestArgs } from '../rest';
 import {
   ADMIN_USERS_PER_PAGE,
   SESSIONS_PER_PAGE,
+  SUSPEND_REASON_MAX,
   USAGE_DAYS_DEFAULT,
+  USAGE_DAYS_MAX,
   type AdminUserPatch,
   type IdentityApi,
   type IdentityService,
@@ -24,6 +26,7 @@ import {
   AdminUserType,
   AdminUserUsageType,
 } from './admin-users.types';
+import { PAGE_BOUNDS } from '../page';
 
 const WHO =
   "Owners and admins of the user's company, its API keys and superadmins (any company); a member is forbidden, " +
@@ -51,6 +54,7 @@ export class AdminUsersResolver {
   ) {}
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ ...PAGE_BOUNDS, q: { maxLength: 320 } })
   @Query(() => AdminUserPageType, {
     description:
       "The users of the caller's company (a superadmin: every company, or companyId). q matches email or name " +
@@ -77,6 +81,7 @@ export class AdminUsersResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs(PAGE_BOUNDS)
   @Query(() => AdminUserSessionPageType, { description: `A user's active sessions, newest first. ${WHO}` })
   adminUserSessions(
     @Arg('userId', () => ID) userId: string,
@@ -88,6 +93,7 @@ export class AdminUsersResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ days: { minimum: 1, maximum: USAGE_DAYS_MAX } })
   @Query(() => AdminUserUsageType, { description: `A user's usage over the last days (1 to 365), by model, with totals. ${WHO}` })
   adminUserUsage(
     @Arg('userId', () => ID) userId: string,
@@ -115,6 +121,7 @@ export class AdminUsersResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ reason: { minLength: 1, maxLength: SUSPEND_REASON_MAX } })
   @Mutation(() => AdminUserType, { description: `Suspends a user (reason 1 to 500 characters); every session ends at once. ${WHO}` })
   suspendUser(@Arg('userId', () => ID) userId: string, @Arg('reason') reason: string, @Ctx() ctx: GraphQLContext) {
     return this.users.suspend(ctx.principal, userId, reason, ctx.meta);

@@ -6,6 +6,8 @@ import type { AuditApi, AuditEvent, AuditService } from '../../src/domains/audit
 import type { FeedbackService, HealthService, PlatformApi } from '../../src/domains/platform';
 import type { GraphQLContext } from '../context';
 import { AuditEventPageType, AuditEventType, DocsFeedbackInput, DocsFeedbackReceiptType, HealthType } from './types';
+import { RestArgs } from '../rest';
+import { PAGE_BOUNDS } from '../page';
 
 @Resolver()
 export class AuditResolver {
@@ -14,6 +16,7 @@ export class AuditResolver {
   constructor(private readonly log: AuditService) {}
 
   @Access({ auth: 'authenticated' })
+  @RestArgs(PAGE_BOUNDS)
   @Query(() => AuditEventPageType, { description: "The caller's company audit log, newest first" })
   auditLog(
     @Ctx() ctx: GraphQLContext,

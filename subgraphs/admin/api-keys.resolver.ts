@@ -1,10 +1,10 @@
 import { Arg, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest } from '../rest';
+import { Rest, RestArgs } from '../rest';
 import { checkPage } from '../../src/pagination';
 import { API_KEYS_PER_PAGE, parseScopes, type ApiKey, type ApiKeyAdminService, type IdentityApi, type IdentityService } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
-import { PageType } from '../page';
+import { PageType, PAGE_BOUNDS } from '../page';
 
 
 @ObjectType('ApiKeyCreator', { description: 'The user who created an API key' })
@@ -69,6 +69,7 @@ export class ApiKeyAdminResolver {
   ) {}
 
   @Access({ auth: 'authenticated' })
+  @RestArgs(PAGE_BOUNDS)
   @Query(() => ApiKeyPageType, { description: "The caller's company's active API keys, newest first (owners, admins, API keys)" })
   apiKeys(
     @Ctx() ctx: GraphQLContext,

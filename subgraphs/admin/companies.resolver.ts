@@ -1,10 +1,10 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest } from '../rest';
+import { Rest, RestArgs } from '../rest';
 import { checkPage } from '../../src/pagination';
 import { COMPANIES_PER_PAGE, COMPANY_AUDIT_PER_PAGE, type CompanyAdminService, type IdentityApi } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
-import { PageType } from '../page';
+import { PageType, PAGE_BOUNDS } from '../page';
 import { AuditEventPageType, AuditEventType } from './types';
 
 
@@ -108,6 +108,7 @@ export class CompanyAdminResolver {
   constructor(private readonly companies: CompanyAdminService) {}
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ ...PAGE_BOUNDS, q: { maxLength: 200 } })
   @Query(() => AdminCompanyPageType, {
     description:
       'Companies by name (q: name contains, case-insensitive). Owners, admins and API keys see only their own ' +
@@ -141,6 +142,7 @@ export class CompanyAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ ...PAGE_BOUNDS, action: { minLength: 1, maxLength: 64 }, actor: { minLength: 1, maxLength: 320 } })
   @Query(() => AuditEventPageType, {
     description: "A company's audit log, newest first; action filters by exact action, actor by actor id or label (email or key name)",
   })

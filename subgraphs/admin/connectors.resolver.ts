@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest } from '../rest';
+import { Rest, RestArgs } from '../rest';
 import type { GraphQLContext } from '../context';
 import {
   CLIENT_ID_MAX,
@@ -109,6 +109,7 @@ export class ConnectorAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ name: { maxLength: 64 } })
   @Mutation(() => ConnectorType, {
     description: 'Changes the given fields of a connector; audited connector.updated with the changed field names.',
   })
@@ -122,6 +123,7 @@ export class ConnectorAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ name: { maxLength: 64 } })
   @Mutation(() => ConnectorTestResultType, {
     description:
       "Tests a connector: configuration complete, then the provider's token endpoint reachable (5 s limit, SSRF-guarded). " +

@@ -1,9 +1,9 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest } from '../rest';
+import { Rest, RestArgs } from '../rest';
 import type { GraphQLContext } from '../context';
 import { invitationStatuses, MAX_BULK_INVITATIONS, roles, type IdentityApi, type InvitationService } from '../../src/domains/identity';
-import { PageType } from '../page';
+import { PageType, PAGE_BOUNDS } from '../page';
 import { RoleValue } from '../shared/role';
 import { BulkInvitationOutcomeStatusValue, InvitationStatusValue } from '../shared/invitation-status';
 
@@ -107,6 +107,7 @@ export class InvitationResolver {
   constructor(private readonly service: InvitationService) {}
 
   @Access({ auth: 'authenticated' })
+  @RestArgs(PAGE_BOUNDS)
   @Query(() => InvitationPageType, {
     description: "The caller's company's invitations, newest first (owners, admins, API keys); status filters (a PENDING invitation past its expiry counts as EXPIRED)",
   })

@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest, type RestHints } from '../rest';
+import { Rest, RestArgs, type RestHints } from '../rest';
 import { ModelFields } from '../shared/model';
 import { MODEL_ID_PATTERN } from '../../src/domains/catalog';
 import type { GraphQLContext } from '../context';
@@ -100,6 +100,7 @@ export class ModelAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ id: { minLength: 1, maxLength: 100 } })
   @Mutation(() => AdminModelType, {
     description: 'Changes a catalog model (blocked: true hides and refuses it at once); platform superadmins only. Audited model.updated.',
   })

@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest, type RestHints } from '../rest';
+import { Rest, type RestHints, RestArgs } from '../rest';
 import { checkPage } from '../../src/pagination';
 import {
   API_KEY_MAX_AGE_BOUNDS,
@@ -57,7 +57,7 @@ const setting: Record<
     description: 'Company API keys older than this many days answer 401 token_invalid; null: no limit',
   },
 };
-import { PageType } from '../page';
+import { PageType, PAGE_BOUNDS } from '../page';
 import type { GraphQLContext } from '../context';
 
 @ObjectType('SecurityPolicy', { description: "A company's security policy (defaults until first changed)" })
@@ -191,6 +191,7 @@ export class SecurityResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs(PAGE_BOUNDS)
   @Query(() => CompanySessionPageType, {
     description: "The company's active sessions, newest first (owners, admins, company API keys; a superadmin may name any company).",
   })

@@ -5,6 +5,8 @@ import type { GraphQLContext } from '../context';
 import { BillingCompany, BillingCompanyResolver } from './billing.resolver';
 import { PlanType } from './plan.types';
 import { CreditBalanceType, CreditGrantInput, CreditTransactionPageType, SpendingBudgetInput, SpendingBudgetType } from './credits.types';
+import { RestArgs } from '../rest';
+import { PAGE_BOUNDS } from '../page';
 
 const SUPERADMIN_COMPANY = "Superadmins only: another company's id (default: the caller's own)";
 
@@ -36,6 +38,7 @@ export class CreditsResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs(PAGE_BOUNDS)
   @Query(() => CreditTransactionPageType, { description: "The company's credit ledger, newest first (owners, admins and keys; superadmins may name another company)" })
   creditTransactions(
     @Ctx() ctx: GraphQLContext,

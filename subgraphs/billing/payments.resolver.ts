@@ -27,6 +27,8 @@ import {
   TopupCheckoutType,
   TopupInput,
 } from './payments.types';
+import { RestArgs } from '../rest';
+import { PAGE_BOUNDS } from '../page';
 
 const SUPERADMIN_COMPANY = "Superadmins only: another company's id (default: the caller's own)";
 
@@ -82,6 +84,7 @@ export class PaymentsResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs(PAGE_BOUNDS)
   @Query(() => InvoicePageType, { description: "The company's invoices, newest first (owners, admins and keys)" })
   async invoices(
     @Ctx() ctx: GraphQLContext,
@@ -100,6 +103,7 @@ export class PaymentsResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs(PAGE_BOUNDS)
   @Query(() => BillingCustomerPageType, { description: 'Companies with their plan and subscription, by name (platform superadmins only)' })
   billingCustomers(
     @Ctx() ctx: GraphQLContext,

@@ -3,6 +3,7 @@ import { Access } from '../policy/access';
 import type { GraphQLContext } from '../context';
 import type { AccountDeletionService, EmailChangeService, IdentityApi } from '../../src/domains/identity';
 import { AccountDeletionType, EmailChangeRequestType } from './account.types';
+import { RestArgs } from '../rest';
 
 /** Email change and account deletion: the sensitive steps need an authentication within 5 minutes (stepUp). */
 @Resolver()
@@ -15,6 +16,7 @@ export class AccountResolver {
   ) {}
 
   @Access({ auth: 'authenticated', rateLimit: 'auth' })
+  @RestArgs({ newEmail: { minLength: 3, maxLength: 320 } })
   @Mutation(() => EmailChangeRequestType, {
     description:
       'Asks to change the email: mails a confirmation link to the new address and a notice to the current one. ' +
@@ -26,6 +28,7 @@ export class AccountResolver {
   }
 
   @Access({ auth: 'public', rateLimit: 'auth' })
+  @RestArgs({ token: { minLength: 1, maxLength: 512 } })
   @Mutation(() => Boolean, {
     description:
       'Sets the email to the address the token was mailed to. Needs no credential: the token (from the link) is the proof; ' +

@@ -3,6 +3,7 @@ import { Access } from '../policy/access';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, MfaService, StepUpService } from '../../src/domains/identity';
 import { MfaSetupType, MfaStatusType, StepUpInput, StepUpPayloadType } from './mfa.types';
+import { RestArgs } from '../rest';
 
 @Resolver()
 export class MfaResolver {
@@ -22,6 +23,7 @@ export class MfaResolver {
   }
 
   @Access({ auth: 'authenticated', rateLimit: 'auth', duringMfaEnrollment: true })
+  @RestArgs({ code: { minLength: 1, maxLength: 64 } })
   @Mutation(() => MfaStatusType, { description: 'Confirms enrolment with a current code; from then on login needs a second factor' })
   verifyMfa(@Arg('code', () => String) code: string, @Ctx() ctx: GraphQLContext) {
     return this.mfa.enable(ctx.principal, code, ctx.meta);

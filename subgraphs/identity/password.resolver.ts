@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest } from '../rest';
+import { Rest, RestArgs } from '../rest';
 import { MIN_PASSWORD_LENGTH } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, PasswordResetService } from '../../src/domains/identity';
@@ -23,6 +23,7 @@ export class PasswordResolver {
   constructor(private readonly passwordReset: PasswordResetService) {}
 
   @Access({ auth: 'public', rateLimit: 'auth' })
+  @RestArgs({ email: { minLength: 3, maxLength: 320 } })
   @Mutation(() => Boolean, {
     description:
       'Asks for a password reset link by mail. Always true, whether or not an account has this email: the link ' +

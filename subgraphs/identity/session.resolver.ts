@@ -5,6 +5,8 @@ import type { GraphQLContext } from '../context';
 import { SESSION_COOKIE } from './identity.resolver';
 import { SESSIONS_PER_PAGE, type IdentityApi, type SessionService } from '../../src/domains/identity';
 import { SessionPageType } from './session.types';
+import { RestArgs } from '../rest';
+import { PAGE_BOUNDS } from '../page';
 
 @Resolver()
 export class SessionResolver {
@@ -13,6 +15,7 @@ export class SessionResolver {
   constructor(private readonly sessions: SessionService) {}
 
   @Access({ auth: 'authenticated' })
+  @RestArgs(PAGE_BOUNDS)
   @Query(() => SessionPageType, {
     description: "The caller's active sessions, newest first; `current` marks this request's own. " +
       'Signed-in users only: a company API key has no sessions (forbidden).',

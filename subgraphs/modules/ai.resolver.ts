@@ -3,6 +3,7 @@ import { Access } from '../policy/access';
 import { isAppError } from '../../src/errors/catalog';
 import { STUDIO_TEXT_MAX, type AgentService, type AiApi, type ChatService, type ModuleAccountService, type StudioService } from '../../src/domains/ai';
 import type { GraphQLContext } from '../context';
+import { RestArgs } from '../rest';
 import {
   AgentRunInput,
   AgentRunType,
@@ -132,6 +133,7 @@ export class AiModulesResolver {
   }
 
   @Access({ auth: 'modules' })
+  @RestArgs({ text: { minLength: 1, maxLength: STUDIO_TEXT_MAX } })
   @Query(() => LanguageGuessType, { description: `The language of a text (up to ${STUDIO_TEXT_MAX} characters), detected offline: free, works without a provider (scope translate)` })
   detectLanguage(@Arg('text') text: string, @Ctx() ctx: GraphQLContext) {
     return this.studio.detect(ctx.principal, text);

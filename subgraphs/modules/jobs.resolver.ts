@@ -7,6 +7,8 @@ import type { BulkApi, BulkJobView, BulkService } from '../../src/domains/bulk';
 import type { GraphQLContext } from '../context';
 import { queueIterator } from '../../src/events/event-bus';
 import { BulkCsvInput, BulkJobPageType, BulkJobType, BulkRowType, JobUpdateType, ResearchInput, ResearchJobPageType, ResearchJobType } from './jobs.types';
+import { RestArgs } from '../rest';
+import { PAGE_BOUNDS } from '../page';
 
 type Update = { kind: 'research'; jobId: string; status: string; research: ResearchJobView; bulk: null } | { kind: 'bulk'; jobId: string; status: string; research: null; bulk: BulkJobView };
 
@@ -44,6 +46,7 @@ export class JobsResolver {
   }
 
   @Access({ auth: 'modules' })
+  @RestArgs(PAGE_BOUNDS)
   @Query(() => ResearchJobPageType, { description: "The caller's research jobs, newest first" })
   researchJobs(
     @Ctx() ctx: GraphQLContext,
@@ -79,6 +82,7 @@ export class JobsResolver {
   }
 
   @Access({ auth: 'modules' })
+  @RestArgs(PAGE_BOUNDS)
   @Query(() => BulkJobPageType, { description: "The caller's bulk jobs, newest first" })
   bulkJobs(
     @Ctx() ctx: GraphQLContext,

@@ -7,6 +7,8 @@ import { isPromise } from '../../src/is-promise';
 import { moduleKeyOutsideModules } from '../../src/auth/policy';
 import type { GraphQLContext } from '../context';
 import { fieldPolicy, type FieldPolicy } from './access';
+import { compileBounds } from './bounds';
+import { restArgHints, restArgNames } from '../rest';
 
 /**
  * The schema half of the policy layer, applied to every subgraph's schema
@@ -19,7 +21,9 @@ import { fieldPolicy, type FieldPolicy } from './access';
  *   revoked, IP not allowed, MFA enrolment owed) or 401 unauthenticated.
  * - Text holding U+0000 anywhere in the arguments (nested inputs and lists
  *   included) is refused with 422 validation_error before the resolver
- *   runs, each issue at its argument path (src/errors/nul.ts).
+ *   runs, each issue at its argument path (src/errors/nul.ts); so are
+ *   values outside the bounds their fields declare (./bounds.ts), which
+ *   REST's JSON schemas enforce too.
  * - A validation error the resolver throws gets, for each issue, its path
  *   among the field's arguments (../errors.ts): GraphQL answers that, REST
  *   the request location the service wrote.
@@ -35,10 +39,13 @@ export function enforceFieldPolicies(schema: GraphQLSchema, subgraph: string): G
     (field, fieldName, typeName) => {
       const policy = fieldPolicy(field);
       if (!policy) throw new Error(`${subgraph}: ${typeName}.${fieldName} declares no access policy (@Access)`);
+      const unknown = restArgNames(field).filter((name) => !field.args?.[name]);
+      if (unknown.length) throw new Error(`${subgraph}: ${typeName}.${fieldName} has no argument ${unknown.join(', ')} to hint (@RestArgs)`);
       const inner = field[kind];
       if (!inner) return field;
       const args = Object.entries(field.args ?? {}).map(([name, arg]): FieldArgument => ({ name, type: arg.type }));
-      return { ...field, [kind]: guarded(inner as GraphQLFieldResolver<unknown, GraphQLContext>, policy, args) };
+      const bounds = compileBounds(args.map((arg) => ({ ...arg, hints: restArgHints(field, arg.name) })));
+      return { ...field, [kind]: guarded(inner as GraphQLFieldResolver<unknown, GraphQLContext>, policy, args, bounds) };
     };
   return mapSchema(schema, {
     [MapperKind.QUERY_ROOT_FIELD]: guard('resolve'),
@@ -78,6 +85,7 @@ export function guarded(
   inner: GraphQLFieldResolver<unknown, GraphQLContext>,
   policy: FieldPolicy,
   fieldArgs: readonly FieldArgument[],
+  outOfBounds?: (args: Record<string, unknown>) => AppError | undefined,
 ): GraphQLFieldResolver<unknown, GraphQLContext> {
   const located = (error: unknown): never => {
     throw isAppError(error) ? locateIssues(error, fieldArgs) : error;
@@ -88,8 +96,8 @@ export function guarded(
       throw ctx.principal.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
     }
     if (kind === 'module_key' && policy.auth === 'authenticated') throw moduleKeyOutsideModules();
-    const refused = nulRefusal(args);
     // Found by walking the arguments: each issue's loc is already its path among them.
+    const refused = nulRefusal(args) ?? outOfBounds?.(args);
     if (refused) throw atArguments(refused);
     const fieldCtx = soleRootField(info) ? ctx : scopedToField(ctx, info.path.key as string);
     return ctx.run ? ctx.run.run(() => inner(source, args, fieldCtx, info)) : inner(source, args, fieldCtx, info);

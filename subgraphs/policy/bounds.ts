@@ -1,0 +1,88 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { getNullableType, isEnumType, isInputObjectType, isListType, isNonNullType, type GraphQLInputType } from 'graphql';
+import { AppError } from '../../src/errors/catalog';
+import { validationIssues } from '../../src/errors/to-app-error';
+import { restHints, type RestHints } from '../rest';
+
+/**
+ * The bounds a field's REST hints declare (lengths, sizes, ranges, formats,
+ * patterns), enforced on the GraphQL arguments too, so each transport
+ * refuses the same inputs: REST validates them with its derived JSON
+ * schemas before the field runs; GraphQL reaches this check in the policy
+ * layer (./enforce.ts). Both use Ajv, so an issue reads the same on both.
+ */
+
+type JsonSchema = Record<string, unknown>;
+
+/** The hint members that bound a value (the rest name or describe it). */
+const BOUND_KEYWORDS = ['format', 'enum', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems'] as const;
+
+/** An argument of a root field, with the hints its field declares for it (`@RestArgs`). */
+export interface BoundedArgument {
+  name: string;
+  type: GraphQLInputType;
+  hints?: RestHints;
+}
+
+function boundsOf(hints: RestHints | undefined, enumType: boolean): JsonSchema | undefined {
+  if (!hints) return undefined;
+  const out: JsonSchema = {};
+  for (const keyword of BOUND_KEYWORDS) {
+    // A GraphQL enum is checked by GraphQL itself; its hint lists the REST spelling (lower case).
+    if (keyword === 'enum' && enumType) continue;
+    if (hints[keyword] !== undefined) out[keyword] = hints[keyword];
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** The JSON schema of what bounds a GraphQL value of `type` (GraphQL names; types are GraphQL's to check); undefined when nothing does. */
+function boundsSchema(type: GraphQLInputType, hints: RestHints | undefined, within: ReadonlySet<GraphQLInputType>): JsonSchema | undefined {
+  const inner = getNullableType(type);
+  const own = boundsOf(hints, isEnumType(inner));
+  let schema: JsonSchema | undefined = own;
+  if (isListType(inner)) {
+    const items = boundsSchema(inner.ofType as GraphQLInputType, hints?.items, within);
+    if (items) schema = { ...own, items };
+  } else if (isInputObjectType(inner) && !within.has(inner)) {
+    const nested = new Set(within).add(inner);
+    const properties: Record<string, JsonSchema> = {};
+    for (const field of Object.values(inner.getFields())) {
+      const member = boundsSchema(field.type, restHints(field), nested);
+      if (member) properties[field.name] = member;
+    }
+    if (Object.keys(properties).length) schema = { ...own, properties };
+  }
+  // An optional value may be null: null is GraphQL's "not given", never out of bounds.
+  if (schema && Array.isArray(schema.enum) && !isNonNullType(type)) schema = { ...schema, enum: [...(schema.enum as unknown[]), null] };
+  return schema;
+}
+
+const ajv = addFormats(new Ajv({ allErrors: true, strict: false, coerceTypes: false }));
+/** One compiled check per distinct schema: every app built in one process (tests build many) shares them. */
+const compiled = new Map<string, ValidateFunction>();
+
+/**
+ * The check of a root field's arguments against their declared bounds: the
+ * 422 validation error with each issue at its path among the arguments, or
+ * undefined. Undefined (no check at all) when no argument is bounded.
+ */
+export function compileBounds(args: readonly BoundedArgument[]): ((values: Record<string, unknown>) => AppError | undefined) | undefined {
+  const properties: Record<string, JsonSchema> = {};
+  for (const arg of args) {
+    const schema = boundsSchema(arg.type, arg.hints, new Set());
+    if (schema) properties[arg.name] = schema;
+  }
+  if (!Object.keys(properties).length) return undefined;
+  const schema = { type: 'object', properties };
+  const key = JSON.stringify(schema);
+  let validate = compiled.get(key);
+  if (!validate) compiled.set(key, (validate = ajv.compile(schema)));
+  const check = validate;
+  return (values) => {
+    if (check(values)) return undefined;
+    // Ajv's issues as REST words them, located among the arguments rather than in a request part.
+    const issues = validationIssues({ validation: check.errors as ErrorObject[] }).map((issue) => ({ ...issue, loc: issue.loc.slice(1) }));
+    return AppError.validation(issues);
+  };
+}
