@@ -18,16 +18,36 @@ import { API_PREFIXES } from './route';
 import { NUL_ISSUE, nulPaths } from '../src/errors/nul';
 import { UNKNOWN_FIELD } from '../src/errors/to-app-error';
 import { isPromise } from '../src/is-promise';
+import { modulesApiSpelling } from '../src/domains/ai';
 
 export { compileRoutes, type CompiledRoute } from './compile';
 export { routeTable } from './routes';
 
-/** RFC 9745 Deprecation, RFC 8594 Sunset and the successor's Link, on a deprecated route only. */
-function deprecationHeaders(deprecation: Deprecation) {
+/** RFC 9745 Deprecation, RFC 8594 Sunset and the successor's Link (under the prefix the route was called by), on a deprecated route only. */
+function deprecationHeaders(deprecation: Deprecation, prefix: string) {
+  const link = `<${prefix}${deprecation.link}>; rel="successor-version"`;
   return async (_request: FastifyRequest, reply: FastifyReply) => {
     reply.header('deprecation', deprecation.deprecation);
     reply.header('sunset', deprecation.sunset);
-    reply.header('link', `<${deprecation.link}>; rel="successor-version"`);
+    reply.header('link', link);
+  };
+}
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => unknown;
+
+/** A handler of the AI modules API: billing's 402s answered as that API spells them (ai-modules-api.md), whether thrown or rejected. */
+function modulesApiErrors(handler: Handler): Handler {
+  const spelled = (error: unknown): never => {
+    throw modulesApiSpelling(error);
+  };
+  return (request, reply) => {
+    let result: unknown;
+    try {
+      result = handler(request, reply);
+    } catch (error) {
+      return spelled(error);
+    }
+    return isPromise(result) ? result.then(undefined, spelled) : result;
   };
 }
 
@@ -99,6 +119,7 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       const { querystring, ...request } = compiled.request;
       const noQuery = !('raw' in route) && querystring !== undefined && Object.keys(querystring.properties ?? {}).length === 0;
       const handler = 'raw' in route ? route.raw : graphqlHandler(compiled, noQuery);
+      const served = route.credential === 'module_key' ? modulesApiErrors(handler) : handler;
       for (const prefix of API_PREFIXES) {
         scope.route({
           method: route.method,
@@ -122,8 +143,8 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
             ...(route.credential === 'module_key' ? [admitDaily] : []),
             ...(policy.duringMfaEnrollment ? [] : [admitted(singleField(compiled.operation?.field ?? route.path, policy))]),
           ],
-          ...(route.deprecation ? { onSend: deprecationHeaders(route.deprecation) } : {}),
-          handler,
+          ...(route.deprecation ? { onSend: deprecationHeaders(route.deprecation, prefix) } : {}),
+          handler: served,
         });
       }
     }

@@ -337,3 +337,22 @@ test('a research job whose steps stopped running fails once past RESEARCH_TIMEOU
   await app.kernel.worker.stop();
   await assertLedgerAddsUp(app);
 });
+
+test('out of credits, each API answers in its own spelling: CREDIT_EXHAUSTED on /research/start, insufficient_credits on /research and GraphQL; nothing is held', async (t) => {
+  const { app, fake } = await setup(t);
+  const { a, keys, tokens } = await modulesCast(app);
+  const companyKey = await createCompanyKey(app, a.companyId);
+  await inContext(app.kernel.orm, () => app.domains.billing.ledger.reserve({ companyId: a.companyId, credits: 1990, key: 'block', feature: 'test' }));
+  const modules = await call(app, keys.ownerA.key, 'POST', '/v1/research/start', { query: 'solar' });
+  assertCode(modules, 402, 'CREDIT_EXHAUSTED');
+  assert.equal(modules.json().detail, 'needs 20 credits; balance 10');
+  assert.equal(modules.json().required, 20);
+  const platform = await call(app, companyKey.key, 'POST', '/v1/research', { query: 'solar' });
+  assertCode(platform, 402, 'insufficient_credits');
+  assert.equal(platform.json().detail, 'needs 20 credits; balance 10');
+  assert.equal(platform.json().balance, 10);
+  const viaGraphql = await gql(app, tokens.ownerA, 'mutation { startResearch(input: { query: "solar" }) { id } }');
+  assert.equal(viaGraphql.errors?.[0]?.extensions.code, 'insufficient_credits', JSON.stringify(viaGraphql));
+  assert.equal(await held(app), 1, 'only the blocking hold');
+  assert.equal(fake.seen.length, 0);
+});

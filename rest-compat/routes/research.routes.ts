@@ -14,7 +14,10 @@ const HOW =
   'completes and returned if it fails or is cancelled. Without AI_BASE_URL or WEB_SEARCH_URL: 503, spending nothing; past ' +
   'RESEARCH_MAX_CONCURRENT queued or running jobs of the company: 429 job_limit_reached. Follow it with GET …/status or the ' +
   'jobProgress GraphQL subscription.';
-const PROBLEMS = { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 429: 'job_limit_reached', 503: 'ai_provider_not_configured or web_search_not_configured' };
+const PROBLEMS = { 429: 'job_limit_reached', 503: 'ai_provider_not_configured or web_search_not_configured' };
+/** Each API spells running out its own way: the AI modules API as ai-modules-api.md does, the platform API with billing's codes. */
+const MODULES_PROBLEMS = { ...PROBLEMS, 402: 'CREDIT_EXHAUSTED (detail: the need and the balance) or BUDGET_EXHAUSTED' };
+const PLATFORM_PROBLEMS = { ...PROBLEMS, 402: 'insufficient_credits (detail: the need and the balance) or budget_exhausted' };
 
 /** The platform API names a report's text `content`. */
 const contentAnswer = renamedMember('report', 'content');
@@ -30,7 +33,7 @@ export const researchRoutes: RestRoute[] = [
     tag: 'AI modules: research',
     credential: 'module_key',
     status: 202,
-    problems: { ...PROBLEMS, 403: 'The key lacks the research scope' },
+    problems: { ...MODULES_PROBLEMS, 403: 'The key lacks the research scope' },
     field: 'startResearch',
     args: { input: body() },
     answer: jobIdAnswer,
@@ -89,7 +92,7 @@ export const researchRoutes: RestRoute[] = [
     description: `query, depth (${depthsText(['standard', 'deep'])}; default standard) and language (en, nl; default en). ${HOW} Answers 202 with the job. ${PLATFORM}`,
     tag: 'Research and bulk jobs',
     status: 202,
-    problems: PROBLEMS,
+    problems: PLATFORM_PROBLEMS,
     field: 'startResearch',
     args: { input: body() },
     bodyHints: { properties: { depth: { enum: ['standard', 'deep'] } } },

@@ -15,7 +15,7 @@ export interface Deprecation {
   deprecation: string;
   /** RFC 8594 Sunset, an HTTP date. */
   sunset: string;
-  /** The successor resource. */
+  /** The successor resource, under the API prefix (/admin/invitations): the Link header names it under the prefix the request used. */
   link: string;
 }
 

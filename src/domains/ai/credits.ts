@@ -12,8 +12,9 @@ export function creditsFor(tokens: number, model: Pick<ModelView, 'creditCost'>)
 /**
  * How the AI modules spend credits: only through billing's reserve, commit
  * and release. A hold is taken for the most a call can cost before the call,
- * and settled at what it used; billing's 402s get the AI modules API's
- * spelling (CREDIT_EXHAUSTED, BUDGET_EXHAUSTED) with the same detail.
+ * and settled at what it used. Billing's 402s pass through as they are: the
+ * AI modules API spells them its own way (modulesApiSpelling), the platform
+ * API and GraphQL keep billing's codes.
  */
 export class ModuleCredits {
   constructor(private readonly billing: BillingApi) {}
@@ -23,20 +24,16 @@ export class ModuleCredits {
     caller: { companyId: string; userId: string | null; keyId: string | null },
     input: { credits: number; key: string; feature: string; model?: string | null; timeoutSeconds?: number },
   ): Promise<Hold> {
-    try {
-      return await this.billing.ledger.reserve({
-        companyId: caller.companyId,
-        credits: Math.max(1, input.credits),
-        key: input.key,
-        userId: caller.userId,
-        apiKeyId: caller.keyId,
-        feature: input.feature,
-        model: input.model ?? null,
-        ...(input.timeoutSeconds ? { timeoutSeconds: input.timeoutSeconds } : {}),
-      });
-    } catch (error) {
-      throw modulesSpelling(error);
-    }
+    return this.billing.ledger.reserve({
+      companyId: caller.companyId,
+      credits: Math.max(1, input.credits),
+      key: input.key,
+      userId: caller.userId,
+      apiKeyId: caller.keyId,
+      feature: input.feature,
+      model: input.model ?? null,
+      ...(input.timeoutSeconds ? { timeoutSeconds: input.timeoutSeconds } : {}),
+    });
   }
 
   /** Spends what the call used (at most the hold) and returns the rest; `alongside` commits in the same transaction. */
@@ -92,7 +89,8 @@ export class ModuleCredits {
   }
 }
 
-function modulesSpelling(error: unknown): unknown {
+/** Billing's 402s as the AI modules API (ai-modules-api.md) spells them, with the same detail and members; any other error as it is. */
+export function modulesApiSpelling(error: unknown): unknown {
   if (!isAppError(error)) return error;
   if (error.code === 'insufficient_credits') return new AppError('CREDIT_EXHAUSTED', error.message, { extra: error.extra, cause: error });
   if (error.code === 'budget_exhausted') return new AppError('BUDGET_EXHAUSTED', error.message, { extra: error.extra, cause: error });

@@ -24,7 +24,7 @@ export { calculate } from './tools/calculator';
 export { runCode, DEFAULT_CODE_LIMITS, type CodeRunResult, type CodeRunLimits } from './tools/code-runner';
 export { ModuleAccountService, type KeyVerification, type ModuleUsage } from './account.service';
 export { AiEngine, ProviderCallAborted, estimateTokens, type Completion, type TokenUsage } from './engine';
-export { ModuleCredits, creditsFor } from './credits';
+export { ModuleCredits, creditsFor, modulesApiSpelling } from './credits';
 export { WebSearch, type SearchResult } from './web-search';
 export { type AiConfig, loadAiConfig } from './config';
 

@@ -15,7 +15,7 @@ import { storedFileName } from '../../file-name';
 import { canSeeJob, requireJobCaller, type JobCaller } from '../../auth/policy';
 import type { Principal } from '../../auth/principal';
 import { checkPage, type Page } from '../../pagination';
-import { creditsFor, estimateTokens, type AiApi } from '../ai';
+import { creditsFor, estimateTokens, modulesApiSpelling, type AiApi } from '../ai';
 import type { CatalogService, ModelView } from '../catalog';
 import type { ExtractLimits } from '../documents';
 import { Company, User } from '../identity';
@@ -153,7 +153,7 @@ const rowView = (r: RowRow, inputIndex: number): BulkRowView => ({
 
 /** A provider failure another try may mend: a time-out, a 429 or 5xx that outlived the SDK's own retries, a lost connection. */
 const retryable = (error: unknown) => !isAppError(error) || error.code === 'ai_provider_error' || error.code === 'ai_provider_timeout';
-const outOfCredits = (error: unknown) => isAppError(error) && (error.code === 'CREDIT_EXHAUSTED' || error.code === 'BUDGET_EXHAUSTED');
+const outOfCredits = (error: unknown) => isAppError(error) && (error.code === 'insufficient_credits' || error.code === 'budget_exhausted');
 
 /**
  * Bulk jobs: a CSV or .xlsx file whose rows each go to the model through a
@@ -470,7 +470,9 @@ export class BulkService {
         if (run.signal.aborted) throw new Error('stopped before its rows were done (the process is stopping, or another worker took the job over)');
         return;
       }
-      const reason = out.of ? `${out.of.code}: ${out.of.message}` : null;
+      // Bulk is an AI module: a row's reason is written as the AI modules API spells it (on either surface).
+      const spelled = out.of && (modulesApiSpelling(out.of) as AppError);
+      const reason = spelled ? `${spelled.code}: ${spelled.message}` : null;
       const finished = await this.writer.write((sql) => {
         const now = Date.now();
         // Out of credits: the rows not run fail with that reason, and the job still completes.
