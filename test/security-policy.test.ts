@@ -9,6 +9,8 @@ import { assertCode, bearer, build, createCompanyKey, login, PASSWORD, seedOwner
 import { inContext } from '../src/boot';
 import { googleClaims, signIn, ssoConfig, startMockProvider, type MockProvider } from './oidc-mock';
 import { totp } from './totp';
+import Database from 'better-sqlite3';
+import { EXTERNAL_WRITES_SEEN_MS } from '../src/db/change-signal';
 
 const POLICY = '/v1/admin/security/policy';
 const DEFAULTS = {
@@ -423,4 +425,32 @@ test('ip_allowlist applies to graphql-ws connections too: a socket from outside 
   const deadline = Date.now() + 3000;
   while (!closed.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
   assert.deepEqual(closed.map((c) => [c.code, String(c.reason)]), [[4403, 'ip_not_allowed']]);
+});
+
+test('a policy another process changed (a standalone subgraph, the CLI) applies within EXTERNAL_WRITES_SEEN_MS, cached credentials included', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const member = await seedUser(app, owner.companyId, 'member');
+  const memberToken = (await login(app, member.email)).access_token;
+  const { access_token } = await login(app, owner.email);
+  const key = await createCompanyKey(app, owner.companyId);
+  assert.equal((await put(app, access_token, { session_idle_timeout_minutes: 60 }, { method: 'PATCH' })).statusCode, 200);
+  const read = (token: string) => app.inject({ url: '/v1/billing/credits', headers: bearer(token) });
+  // Cached: the credential and the policy.
+  for (const token of [access_token, key.key, memberToken]) assert.equal((await read(token)).statusCode, 200);
+
+  const settle = () => new Promise((resolve) => setTimeout(resolve, EXTERNAL_WRITES_SEEN_MS + 20));
+  const otherProcess = new Database(app.config.databaseFile);
+  t.after(() => otherProcess.close());
+  otherProcess.pragma('busy_timeout = 5000');
+  otherProcess
+    .prepare('update security_policies set ip_allowlist = ?, mfa_required = 1, version = version + 1 where company_id = ?')
+    .run(JSON.stringify(['10.0.0.0/8']), owner.companyId);
+  await settle();
+  for (const token of [access_token, key.key, memberToken]) assertCode(await read(token), 403, 'ip_not_allowed');
+
+  otherProcess.prepare("update security_policies set ip_allowlist = '[]', version = version + 1 where company_id = ?").run(owner.companyId);
+  await settle();
+  assertCode(await read(memberToken), 403, 'mfa_enrollment_required');
+  assert.equal((await read(key.key)).statusCode, 200, 'a company key owes no enrolment');
 });

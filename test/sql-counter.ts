@@ -20,8 +20,11 @@ const statementProto = (() => {
 })();
 
 let recording: string[] | null = null;
-/** The job worker's look for due work runs on its own timer, whenever it falls due: never a request's statement. */
-const WORKER_POLL = /^select 1 from jobs where completed_at is null\b/;
+/**
+ * Periodic looks that run whenever they fall due, never a request's own statements: the job worker's
+ * poll for due work, and the change signal's look at SQLite's data_version (at most every 100 ms).
+ */
+const WORKER_POLL = /^(select 1 from jobs where completed_at is null\b|pragma data_version$)/;
 for (const method of ['run', 'get', 'all', 'iterate']) {
   const original = statementProto[method]!;
   statementProto[method] = function (this: Statement, ...args: unknown[]) {

@@ -4,7 +4,7 @@ import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
 import type { UserPrincipal } from '../../auth/principal';
 import type { ReadStore } from '../../db/read-store';
-import { VersionedCache, type ChangeSignal } from '../../db/change-signal';
+import { EXTERNAL_WRITES_SEEN_MS, VersionedCache, type ChangeSignal } from '../../db/change-signal';
 import { SecurityPolicy } from './security-policy.entity';
 import { ssoProviderNames } from './sso.config';
 
@@ -113,11 +113,16 @@ export function ipAllowed(allowlist: BlockList | null, ip: string): boolean {
  * Enforcement of company security policies: the checks identity and every
  * transport run on the hot path (IP allow-list, idle sessions, key age, MFA
  * enrolment, password length, SSO rules). Policies are cached per company
- * and dropped on `security_policy.changed`, which every change publishes.
+ * and dropped on `security_policy.changed`, which every change of this
+ * process publishes. A change another process made (a standalone subgraph,
+ * the CLI, another node) reaches the cache through the change signal: once
+ * the data changed at all, a cached policy is checked against its row's
+ * version (one indexed read) before it is used again.
  * Administering policies (read, change) is SecurityPolicyService.
  */
 export class SecurityPolicyEnforcer {
-  private readonly cache = new Map<string, CompiledPolicy>();
+  /** Each company's policy, with the change-signal version at which its row was last seen to match it, and when. */
+  private readonly cache = new Map<string, { policy: CompiledPolicy; seen: number; checkedAt: number }>();
   /** Bumped on invalidation, so a load that raced a change is not cached. */
   private readonly epochs = new Map<string, number>();
   /** Each user's MFA flag, until the next write to the database. */
@@ -126,7 +131,7 @@ export class SecurityPolicyEnforcer {
   constructor(
     private readonly orm: Orm,
     private readonly reads: ReadStore,
-    changes: ChangeSignal,
+    private readonly changes: ChangeSignal,
     bus: EventBus,
   ) {
     this.mfaEnabled = new VersionedCache(changes);
@@ -135,12 +140,27 @@ export class SecurityPolicyEnforcer {
 
   /** The company's policy, from the cache when it has it. */
   async policyOf(companyId: string): Promise<CompiledPolicy> {
-    return this.cache.get(companyId) ?? this.load(companyId);
+    return this.cachedPolicy(companyId) ?? this.load(companyId);
   }
 
-  /** The company's policy when it is cached: the hot path's synchronous answer; undefined means call policyOf. */
+  /** The company's policy when it is cached and current: the hot path's synchronous answer; undefined means call policyOf. */
   cachedPolicy(companyId: string): CompiledPolicy | undefined {
-    return this.cache.get(companyId);
+    const entry = this.cache.get(companyId);
+    if (!entry) return undefined;
+    const version = this.changes.version();
+    if (entry.seen === version) return entry.policy;
+    // This process's own changes arrive by event; another's may take EXTERNAL_WRITES_SEEN_MS, so under a
+    // stream of writes the row is read at most that often.
+    const now = Date.now();
+    if (now - entry.checkedAt < EXTERNAL_WRITES_SEEN_MS) return entry.policy;
+    const row = this.reads.get<{ version: number }>('select version from security_policies where company_id = ?', companyId);
+    if ((row?.version ?? 0) !== entry.policy.version) {
+      this.invalidate(companyId);
+      return undefined;
+    }
+    entry.seen = version;
+    entry.checkedAt = now;
+    return entry.policy;
   }
 
   /** 401 token_invalid when a company key is older than the policy's maximum age. */
@@ -156,7 +176,7 @@ export class SecurityPolicyEnforcer {
 
   /** mfaEnrollmentPending from memory and the read cache; undefined when the policy is not cached yet. */
   cachedMfaEnrollmentPending(principal: UserPrincipal): boolean | undefined {
-    const policy = this.cache.get(principal.companyId);
+    const policy = this.cachedPolicy(principal.companyId);
     return policy && this.enrollmentPendingUnder(policy, principal);
   }
 
@@ -209,12 +229,14 @@ export class SecurityPolicyEnforcer {
   /** The company's policy as stored now (cached for the hot path unless a change raced the read). */
   async load(companyId: string): Promise<CompiledPolicy> {
     const epoch = this.epochs.get(companyId) ?? 0;
+    // Taken before the read: a change landing in between only costs a version check later.
+    const seen = this.changes.version();
     const row = await this.orm.em.fork().findOne(SecurityPolicy, { company: companyId });
     const view = row ? viewOf(row) : defaultPolicy(companyId);
     const compiled: CompiledPolicy = { view, version: row?.version ?? 0, allowlist: compileAllowlist(view.ipAllowlist) };
     if ((this.epochs.get(companyId) ?? 0) === epoch) {
       if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(companyId, compiled);
+      this.cache.set(companyId, { policy: compiled, seen, checkedAt: Date.now() });
     }
     return compiled;
   }
