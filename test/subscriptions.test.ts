@@ -10,6 +10,9 @@ import { hashPassword } from '../src/auth/password';
 import { Company } from '../src/domains/identity/company.entity';
 import { User } from '../src/domains/identity/user.entity';
 import { inContext } from '../src/boot';
+import Database from 'better-sqlite3';
+import { SOCKET_RECHECK_MS } from '../src/host/graphql';
+import { EXTERNAL_WRITES_SEEN_MS } from '../src/db/change-signal';
 
 /**
  * A listening app over loopback. Clients opened through `connect` are disposed
@@ -377,4 +380,67 @@ test('logging out closes the sockets opened with that session (4401), not other 
   assert.equal(closedSecond.length, 0);
   assert.equal(subFirst.received.filter((r) => r.data?.auditEvents.action === 'auth.logout').length, 0);
   await until(() => auditListeners(app) === 1, 'the closed socket to release its listener');
+});
+
+test('a socket does not outlive its access token: past expiry its operations are refused and it closes with 4401 token_expired', async (t) => {
+  const { app, connect } = await listeningApp(t, { accessTokenTtlSeconds: 2 });
+  const owner = await seedOwner(app);
+  const { access_token } = await login(app, owner.email);
+  const closed: { code: number; reason: string }[] = [];
+  const client = connect(`Bearer ${access_token}`, closed);
+  const sub = collect<AuditEventData>(client, AUDIT_EVENTS);
+  await until(() => auditListeners(app) === 1, 'the subscription to attach');
+  await until(() => closed.length === 1, 'the socket to close at expiry', 2000 + SOCKET_RECHECK_MS + 2000);
+  assert.deepEqual(closed[0], { code: 4401, reason: 'token_expired' });
+  await until(() => auditListeners(app) === 0, 'the subscription to detach');
+  assert.equal(sub.received.length, 0);
+});
+
+test('a company policy change reaches open sockets: an allow-list that leaves them out, or MFA they owe, closes them (4403), whichever process made it', async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const owner = await seedOwner(app);
+  const ownerToken = (await login(app, owner.email)).access_token;
+  const adminEmail = await createUser(app, owner.companyId, 'admin');
+  const adminToken = (await login(app, adminEmail)).access_token;
+  const key = await createCompanyKey(app, owner.companyId);
+
+  // MFA becomes required (by this process): the admin without MFA owes enrolment; the key does not.
+  const adminClosed: { code: number; reason: string }[] = [];
+  const adminClient = connect(`Bearer ${adminToken}`, adminClosed);
+  collect<AuditEventData>(adminClient, AUDIT_EVENTS);
+  const keyClosed: { code: number; reason: string }[] = [];
+  const keyClient = connect(`Bearer ${key.key}`, keyClosed);
+  const keySub = collect<AuditEventData>(keyClient, AUDIT_EVENTS);
+  await until(() => auditListeners(app) === 2, 'both subscriptions to attach');
+  const patched = await app.inject({ method: 'PATCH', url: '/v1/admin/security/policy', headers: { authorization: `Bearer ${ownerToken}` }, payload: { mfa_required: true } });
+  assert.equal(patched.statusCode, 200, patched.body);
+  await until(() => adminClosed.length === 1, 'the admin socket to close', SOCKET_RECHECK_MS + 2000);
+  assert.deepEqual(adminClosed[0], { code: 4403, reason: 'mfa_enrollment_required' });
+  await until(() => keySub.received.some((r) => r.data?.auditEvents.action === 'security_policy.updated'), 'the key to see the change');
+  assert.deepEqual(keyClosed, []);
+
+  // An allow-list written by another process (a standalone admin subgraph, the CLI): the key's socket from 127.0.0.1 closes.
+  const other = new Database(app.config.databaseFile);
+  t.after(() => other.close());
+  other.pragma('busy_timeout = 5000');
+  other.prepare('update security_policies set ip_allowlist = ?, version = version + 1 where company_id = ?').run(JSON.stringify(['10.0.0.0/8']), owner.companyId);
+  await until(() => keyClosed.length === 1, 'the key socket to close', EXTERNAL_WRITES_SEEN_MS + SOCKET_RECHECK_MS + 2000);
+  assert.deepEqual(keyClosed[0], { code: 4403, reason: 'ip_not_allowed' });
+});
+
+test('each operation over a socket spends a request of the caller\'s budget, as an HTTP request does (429 when spent)', async (t) => {
+  const { app, connect } = await listeningApp(t, {
+    rateLimit: { windowSeconds: 60, authenticated: 3, moduleKey: 10_000, anonymous: 1000, auth: 1000, feedback: 1000 },
+  });
+  const a = await seedOwner(app);
+  const { access_token } = await login(app, a.email);
+  const client = connect(`Bearer ${access_token}`);
+  const me = async () => {
+    const op = collect<{ me: { role: string } }>(client, '{ me { role } }');
+    await until(() => op.completed || op.error !== undefined, 'me');
+    return (op.received[0] ?? { errors: op.error }) as FormattedExecutionResult<{ me: { role: string } }, { code?: string }>;
+  };
+  for (let i = 0; i < 3; i++) assert.deepEqual(await me(), { data: { me: { role: 'OWNER' } } });
+  const refused = await me();
+  assert.equal(refused.errors?.[0]?.extensions?.code, 'rate_limited', JSON.stringify(refused));
 });

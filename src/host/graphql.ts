@@ -118,6 +118,9 @@ function servedSchema(schema: GraphQLSchema, log: { error: (obj: object, msg: st
   });
 }
 
+/** The context of a socket operation: the connection's, with the accepted socket (set by onConnect). */
+type SocketContext = GraphQLContext & { live?: LiveSocket };
+
 /** The part of a ws socket a refused or revoked connection needs. */
 interface ClosableSocket {
   protocol?: string;
@@ -146,6 +149,42 @@ function closeWhenCredentialEnds(events: EventBus, principal: UserPrincipal | Ap
   socket.once('close', () => offs.forEach((off) => off()));
 }
 
+/** How often every open socket is judged again: an expired token, or a company policy that changed (here or in another process). */
+export const SOCKET_RECHECK_MS = 1000;
+
+/** An accepted socket, as the sweep and each of its operations judge it again. */
+interface LiveSocket {
+  socket: ClosableSocket;
+  principal: UserPrincipal | ApiKeyPrincipal;
+  ip: string;
+  /** When its access token expires (ms); null for a key or the session cookie, which end by revocation. */
+  expiresAt: number | null;
+  /** The company policy version it was last judged by. */
+  policyVersion: number;
+}
+
+/**
+ * Whether a socket may still run anything: a socket outlives neither its
+ * access token (401 token_expired) nor its company's consent (403
+ * ip_not_allowed after an allow-list change, mfa_enrollment_required after
+ * MFA became required), as an HTTP request with the same credential would
+ * be refused. Synchronous unless a policy must be read.
+ */
+function rejudge(access: AccessService, live: LiveSocket): AppError | null | Promise<AppError | null> {
+  if (live.expiresAt !== null && Date.now() >= live.expiresAt) return new AppError('token_expired', 'The access token has expired');
+  const verdict = access.socketRecheck(live.principal, live.ip, live.policyVersion);
+  const apply = ({ refusal, version }: { refusal: AppError | null; version: number }) => {
+    live.policyVersion = version;
+    return refusal;
+  };
+  return isPromise(verdict) ? verdict.then(apply) : apply(verdict);
+}
+
+/** Closes a socket that may run nothing more: 4401 when its token expired (the client signs in again), else 4403 with the reason. */
+function closeRefused(live: LiveSocket, refusal: AppError): void {
+  if (live.socket.readyState === 1) live.socket.close(refusal.code === 'token_expired' ? 4401 : 4403, refusal.code);
+}
+
 export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
   async (app, { supergraph }) => {
     const { events } = app.kernel;
@@ -156,6 +195,18 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
 
     const gate = new OperationGate(supergraph.schema, access, app.kernel.budgets, app.config.graphql);
     app.decorate('gate', gate);
+
+    // Every accepted socket, judged again each SOCKET_RECHECK_MS (and before each of its operations).
+    const liveSockets = new Set<LiveSocket>();
+    const sweep = setInterval(() => {
+      for (const live of liveSockets) {
+        const refusal = rejudge(access, live);
+        if (isPromise(refusal)) refusal.then((r) => r && closeRefused(live, r), (error: unknown) => app.log.error({ err: error }, 'socket recheck failed'));
+        else if (refusal) closeRefused(live, refusal);
+      }
+    }, SOCKET_RECHECK_MS);
+    sweep.unref();
+    app.addHook('onClose', async () => clearInterval(sweep));
 
     // GraphQL over HTTP is read and admitted by the policy layer before mercurius
     // runs anything: a document that is not GraphQL or passes a cap is a 400, a
@@ -248,8 +299,12 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
           const principal = await access.socket(resolved);
           const socket = this?.socket;
           if (principal.kind !== 'anonymous' && principal.kind !== 'module_key') {
-            if (socket) closeWhenCredentialEnds(events, principal, socket);
-            return { principal };
+            if (!socket) return { principal };
+            closeWhenCredentialEnds(events, principal, socket);
+            const live: LiveSocket = { socket, principal, ip, expiresAt: typeof raw === 'string' ? access.expiresAt(raw) : null, policyVersion: -1 };
+            liveSockets.add(live);
+            socket.once('close', () => liveSockets.delete(live));
+            return { principal, live };
           }
           if (socket?.protocol === 'graphql-transport-ws' && socket.readyState === 1) {
             socket.close(4403, (principal.kind === 'anonymous' && principal.credentialError?.code) || 'unauthenticated');
@@ -298,15 +353,31 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     // waits for its turn. A refusal reaches the client as the operation's error message.
     const socketRefusal = (error: unknown) =>
       error instanceof AppError ? toGraphQLError(new GraphQLError(error.message, { originalError: error }), app.log) : error;
+    /**
+     * What an HTTP request gets before its operation runs, for a socket operation: its credential
+     * and company judged again (a refusal closes the socket), and one unit of the caller's request
+     * budget spent (each socket operation is a request of its own; 429 when spent).
+     */
+    const admitSocketRequest = async (ctx: SocketContext) => {
+      if (ctx.live) {
+        const refusal = await rejudge(access, ctx.live);
+        if (refusal) {
+          closeRefused(ctx.live, refusal);
+          throw refusal;
+        }
+      }
+      app.rateLimit('default', ctx.principal, ctx.meta.ip);
+    };
     // A heavier operation also runs interpreted: compiling it (graphql-jit, up to hundreds of
     // milliseconds for a large document) would hold the event loop longer than it saves, and a
     // client could make it compile document after document. Mercurius compiles only what no
     // hook changed, so the hook hands the same document back as "changed".
     app.graphql.addHook('preExecution', async (_schema, document, context, variables) => {
-      const ctx = context as unknown as GraphQLContext;
+      const ctx = context as unknown as SocketContext;
       if (!ctx.viaSocket) return ctx.run ? { document } : undefined; // admitted by its HTTP request already
       ctx.meta = socketOperationMeta(ctx.meta);
       try {
+        await admitSocketRequest(ctx);
         const operation = socketOperation(gate, gate.readDocument(document), variables);
         if (!operation) return;
         gate.admit(operation, ctx.principal, ctx.meta.ip, { spend: true, enrollment: false });
@@ -320,9 +391,10 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       }
     });
     app.graphql.addHook('preSubscriptionParsing', async (_schema, source, context) => {
-      const ctx = context as unknown as GraphQLContext;
+      const ctx = context as unknown as SocketContext;
       ctx.meta = socketOperationMeta(ctx.meta);
       try {
+        await admitSocketRequest(ctx);
         // A subscription's work is per event, not up front: admitted, not scheduled.
         const operation = socketOperation(gate, gate.read(source), undefined);
         if (operation) gate.admit(operation, ctx.principal, ctx.meta.ip, { spend: true, enrollment: false });

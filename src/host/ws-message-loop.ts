@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
 import { runInUnitOfWork } from '../db/unit-of-work';
+import { screenMessage, type ScreenedConnection } from './ws-protocol';
 
 /** The part of mercurius' (internal) SubscriptionConnection the replacement loop uses. */
 interface SubscriptionConnection {
@@ -26,7 +27,8 @@ const REPLACED = Symbol('atrium.lighterSocketMessageLoop');
  * unit of work of its own (src/db/unit-of-work.ts): a listener runs in no
  * async context of the upgrade request, and without one a mutation's
  * changes and its audit entry would land in separate forks (the changes
- * lost).
+ * lost). Each message is first screened for the graphql-transport-ws rules
+ * mercurius leaves out (./ws-protocol.ts).
  *
  * The replacement is applied only to the method it was written against:
  * another mercurius version keeps its own loop (correct, only heavier), and
@@ -43,7 +45,11 @@ export function lighterSocketMessageLoop(): boolean {
     let turn = Promise.resolve();
     this.socket.on('message', (message, isBinary) => {
       turn = turn
-        .then(() => runInUnitOfWork(orm, () => this.handleMessage(message, isBinary)))
+        .then(async () => {
+          if (await screenMessage(this as unknown as ScreenedConnection, message, isBinary)) {
+            await runInUnitOfWork(orm, () => this.handleMessage(message, isBinary));
+          }
+        })
         .catch((error: unknown) => {
           this.fastify.log.error(error);
           this.handleConnectionClose();

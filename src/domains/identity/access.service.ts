@@ -56,6 +56,33 @@ export class AccessService {
     return principal;
   }
 
+  /**
+   * Why a socket opened by `principal` from `ip` may no longer run anything
+   * because its company's policy changed since it was checked (`checked`:
+   * the policy version it was last judged by): 403 ip_not_allowed or
+   * mfa_enrollment_required, else null, with the version judged by now.
+   * Nothing to judge while the version is the same (the sweep over every
+   * open socket stays cheap); synchronous while the policy is cached.
+   */
+  socketRecheck(principal: UserPrincipal | ApiKeyPrincipal, ip: string, checked: number): Resolved<{ refusal: AppError | null; version: number }> {
+    const judge = (policy: CompiledPolicy): Resolved<{ refusal: AppError | null; version: number }> => {
+      if (policy.version === checked) return { refusal: null, version: checked };
+      const refusal = ipRefusal(policy, ip);
+      if (refusal || principal.kind !== 'user') return { refusal, version: policy.version };
+      const pending = this.policies.cachedMfaEnrollmentPending(principal) ?? this.policies.mfaEnrollmentPending(principal);
+      const verdict = (owed: boolean) => ({ refusal: owed ? enrollmentRequired() : null, version: policy.version });
+      return typeof pending === 'boolean' ? verdict(pending) : pending.then(verdict);
+    };
+    const cached = this.policies.cachedPolicy(principal.companyId);
+    return cached ? judge(cached) : this.policies.policyOf(principal.companyId).then(judge);
+  }
+
+  /** When an access token stops being valid (ms), to close a socket opened with it then; null for a credential that does not expire by itself (keys, the session cookie). */
+  expiresAt(authorization: string | undefined): number | null {
+    const match = authorization ? BEARER.exec(authorization) : null;
+    return match ? this.auth.accessTokenExpiry(match[1]!) : null;
+  }
+
   /** Whether the caller is a user whose company requires MFA they have not enrolled in yet. */
   enrollmentPending(principal: Principal): Resolved<boolean> {
     if (principal.kind !== 'user') return false;

@@ -244,6 +244,12 @@ export class AuthService {
     return cached.value;
   }
 
+  /** When a verified access token expires (ms since the epoch); null for a key, or a token not verified lately. */
+  accessTokenExpiry(credential: string): number | null {
+    const claims = this.tokens.cachedClaims(credential, Date.now());
+    return claims ? claims.exp * 1000 : null;
+  }
+
   /** The cached policy; undefined when not cached yet. */
   private cachedPolicy(companyId: string): CompiledPolicy | undefined {
     return this.policies.cachedPolicy(companyId);

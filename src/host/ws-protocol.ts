@@ -1,0 +1,133 @@
+import { GraphQLError, specifiedRules, validate, type GraphQLSchema } from 'graphql';
+import { AppError } from '../errors/catalog';
+import { toGraphQLError } from '../../subgraphs/errors';
+import type { OperationGate } from '../../subgraphs/policy/gate';
+
+/** graphql-transport-ws close codes (the protocol's, as graphql-ws clients read them). */
+export const WS_CLOSE = { invalidMessage: 4400, unauthorized: 4401, duplicateId: 4409, tooManyInits: 4429 } as const;
+
+/** The part of mercurius' (internal) SubscriptionConnection the screen uses. */
+export interface ScreenedConnection {
+  socket: { protocol?: string; readyState?: number; close(code: number, reason?: string): void };
+  isReady: boolean;
+  fastify: { gate: OperationGate; graphql: { schema: GraphQLSchema }; log: { error(obj: object, msg: string): void } };
+  sendMessage(type: string, id: string | undefined, payload: unknown): Promise<void>;
+}
+
+interface ProtocolState {
+  initialised: boolean;
+  /** Operations of this socket not yet completed: a second `subscribe` with one of these ids is 4409. */
+  active: Set<string>;
+}
+
+const STATE = Symbol('atrium.wsProtocolState');
+const CLIENT_TYPES = new Set(['connection_init', 'ping', 'pong', 'subscribe', 'complete']);
+
+/** Validation answers of subscription documents recently seen, by text (the same few repeat). */
+const validated = new Map<string, readonly GraphQLError[]>();
+const MAX_VALIDATED = 1000;
+const MAX_VALIDATED_TEXT = 16 * 1024;
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The graphql-transport-ws rules mercurius leaves out, checked on every
+ * message of a socket speaking that protocol before mercurius reads it
+ * (the legacy `graphql-ws` protocol passes as it is):
+ * - a message that is not a JSON object of a client message type, a
+ *   `subscribe` without an id or a query: close 4400;
+ * - `subscribe` before the connection is acknowledged: close 4401;
+ * - a second `connection_init`: close 4429;
+ * - `subscribe` with the id of an operation still running: close 4409;
+ * - a subscription document is read by the gate (token cap, depth, cost)
+ *   and validated against the schema as queries are: unknown fields, a
+ *   second root field or an operation that cannot be chosen get an `error`
+ *   message with each issue (400 bad_request), and nothing runs.
+ * Answers whether mercurius should handle the message.
+ */
+export async function screenMessage(connection: ScreenedConnection, message: Buffer, isBinary: boolean): Promise<boolean> {
+  if (connection.socket.protocol !== 'graphql-transport-ws') return true;
+  const state = stateOf(connection);
+  const refuse = (code: number, reason: string) => {
+    connection.socket.close(code, reason);
+    return false;
+  };
+  let data: unknown;
+  try {
+    data = isBinary ? undefined : JSON.parse(message.toString('utf8'));
+  } catch {
+    data = undefined;
+  }
+  if (!isObject(data) || typeof data.type !== 'string' || !CLIENT_TYPES.has(data.type)) return refuse(WS_CLOSE.invalidMessage, 'Invalid message received');
+  const { type, id, payload } = data;
+  if (type === 'connection_init') {
+    if (state.initialised) return refuse(WS_CLOSE.tooManyInits, 'Too many initialisation requests');
+    if (payload !== undefined && payload !== null && !isObject(payload)) return refuse(WS_CLOSE.invalidMessage, 'Invalid message received');
+    state.initialised = true;
+    return true;
+  }
+  if (type === 'complete') {
+    if (typeof id !== 'string') return refuse(WS_CLOSE.invalidMessage, 'Invalid message received');
+    state.active.delete(id);
+    return true;
+  }
+  if (type !== 'subscribe') return true;
+  if (typeof id !== 'string' || id === '' || !isObject(payload) || typeof payload.query !== 'string') {
+    return refuse(WS_CLOSE.invalidMessage, 'Invalid message received');
+  }
+  if (!connection.isReady) return refuse(WS_CLOSE.unauthorized, 'Unauthorized');
+  if (state.active.has(id)) return refuse(WS_CLOSE.duplicateId, `Subscriber for ${id} already exists`);
+  const operationName = typeof payload.operationName === 'string' ? payload.operationName : undefined;
+  const errors = documentErrors(connection, payload.query, operationName);
+  if (errors.length) {
+    const log = connection.fastify.log;
+    await connection.sendMessage('error', id, errors.map((error) => toGraphQLError(error, log).toJSON()));
+    return false;
+  }
+  state.active.add(id);
+  return true;
+}
+
+/** What is wrong with a document before anything of it runs; empty when mercurius may go on. */
+function documentErrors(connection: ScreenedConnection, query: string, operationName: string | undefined): readonly GraphQLError[] {
+  const { gate, graphql } = connection.fastify;
+  let read;
+  try {
+    read = gate.read(query);
+  } catch (error) {
+    if (error instanceof AppError) return [new GraphQLError(error.message, { originalError: error })];
+    throw error;
+  }
+  const operation = operationName ? read.operations.find((o) => o.name === operationName) : read.operations.length === 1 ? read.operations[0] : undefined;
+  if (!operation) {
+    const detail = operationName ? `The document has no operation named ${operationName}` : 'The document has several operations: name one in operationName';
+    return [new GraphQLError(detail, { originalError: new AppError('bad_request', detail) })];
+  }
+  // Queries and mutations are validated by mercurius' own execution; subscriptions are not.
+  if (operation.kind !== 'subscription') return [];
+  let errors = validated.get(query);
+  if (!errors) {
+    errors = validate(graphql.schema, read.document, specifiedRules, { maxErrors: 100 });
+    if (query.length <= MAX_VALIDATED_TEXT) {
+      if (validated.size >= MAX_VALIDATED) validated.clear();
+      validated.set(query, errors);
+    }
+  }
+  return errors;
+}
+
+function stateOf(connection: ScreenedConnection): ProtocolState {
+  const holder = connection as ScreenedConnection & { [STATE]?: ProtocolState };
+  let state = holder[STATE];
+  if (!state) {
+    const fresh: ProtocolState = { initialised: false, active: new Set() };
+    // The server's own `complete` or `error` for an operation ends it: its id may be used again.
+    const send = connection.sendMessage.bind(connection);
+    connection.sendMessage = (type, id, payload) => {
+      if ((type === 'complete' || type === 'error') && id !== undefined) fresh.active.delete(id);
+      return send(type, id, payload);
+    };
+    holder[STATE] = state = fresh;
+  }
+  return state;
+}

@@ -1,0 +1,140 @@
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import WebSocket from 'ws';
+import { build, login, seedOwner } from './helper';
+
+/**
+ * The graphql-transport-ws rules a client may rely on, spoken raw over a
+ * real socket (a graphql-ws client never breaks them, so it cannot test them).
+ */
+
+interface Raw {
+  send(message: unknown): void;
+  sendText(text: string): void;
+  messages: { type: string; id?: string; payload?: unknown }[];
+  closed: Promise<{ code: number; reason: string }>;
+  next(type: string): Promise<{ type: string; id?: string; payload?: unknown }>;
+}
+
+async function listening(t: TestContext) {
+  const app = await build(t);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const owner = await seedOwner(app);
+  const { access_token } = await login(app, owner.email);
+  const sockets: WebSocket[] = [];
+  t.after(() => sockets.forEach((s) => s.terminate()));
+
+  async function open(): Promise<Raw> {
+    const socket = new WebSocket(`ws://127.0.0.1:${port}/graphql`, 'graphql-transport-ws');
+    sockets.push(socket);
+    const messages: Raw['messages'] = [];
+    const waiting: { type: string; resolve: (m: Raw['messages'][number]) => void }[] = [];
+    socket.on('message', (data) => {
+      const message = JSON.parse(String(data)) as Raw['messages'][number];
+      messages.push(message);
+      const i = waiting.findIndex((w) => w.type === message.type);
+      if (i >= 0) {
+        (message as { taken?: true }).taken = true;
+        waiting.splice(i, 1)[0]!.resolve(message);
+      }
+    });
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    return {
+      send: (message) => socket.send(JSON.stringify(message)),
+      sendText: (text) => socket.send(text),
+      messages,
+      closed,
+      next: (type) =>
+        new Promise((resolve) => {
+          const seen = messages.find((m) => m.type === type && !(m as { taken?: true }).taken);
+          if (seen) {
+            (seen as { taken?: true }).taken = true;
+            return resolve(seen);
+          }
+          waiting.push({ type, resolve });
+        }),
+    };
+  }
+
+  async function acknowledged(): Promise<Raw> {
+    const raw = await open();
+    raw.send({ type: 'connection_init', payload: { authorization: `Bearer ${access_token}` } });
+    await raw.next('connection_ack');
+    return raw;
+  }
+  return { app, open, acknowledged };
+}
+
+test('graphql-transport-ws: a message that is not one closes 4400; subscribe before the ack 4401; a second init 4429; a running id reused 4409', async (t) => {
+  const { open, acknowledged } = await listening(t);
+
+  for (const bad of ['not json', 'null', '[]', '{"type":"unknown"}', '{"id":"1"}']) {
+    const raw = await open();
+    raw.sendText(bad);
+    assert.deepEqual(await raw.closed, { code: 4400, reason: 'Invalid message received' }, bad);
+  }
+  const noId = await acknowledged();
+  noId.send({ type: 'subscribe', payload: { query: '{ health { status } }' } });
+  assert.equal((await noId.closed).code, 4400);
+  const noPayload = await acknowledged();
+  noPayload.send({ type: 'subscribe', id: '1' });
+  assert.equal((await noPayload.closed).code, 4400);
+
+  const early = await open();
+  early.send({ type: 'subscribe', id: '1', payload: { query: 'subscription { auditEvents { action } }' } });
+  assert.deepEqual(await early.closed, { code: 4401, reason: 'Unauthorized' });
+
+  const twice = await acknowledged();
+  twice.send({ type: 'connection_init', payload: {} });
+  assert.deepEqual(await twice.closed, { code: 4429, reason: 'Too many initialisation requests' });
+
+  const duplicate = await acknowledged();
+  duplicate.send({ type: 'subscribe', id: 'audit', payload: { query: 'subscription { auditEvents { action } }' } });
+  duplicate.send({ type: 'subscribe', id: 'audit', payload: { query: 'subscription { auditEvents { action } }' } });
+  assert.deepEqual(await duplicate.closed, { code: 4409, reason: 'Subscriber for audit already exists' });
+
+  // A completed id may be used again; so may the id of a finished query.
+  const reuse = await acknowledged();
+  reuse.send({ type: 'subscribe', id: 'q', payload: { query: '{ health { status } }' } });
+  await reuse.next('complete');
+  reuse.send({ type: 'subscribe', id: 'q', payload: { query: '{ health { status } }' } });
+  await reuse.next('complete');
+  reuse.send({ type: 'subscribe', id: 's', payload: { query: 'subscription { auditEvents { action } }' } });
+  reuse.send({ type: 'complete', id: 's' });
+  reuse.send({ type: 'subscribe', id: 's', payload: { query: 'subscription { auditEvents { action } }' } });
+  reuse.send({ type: 'subscribe', id: 'after', payload: { query: '{ health { status } }' } });
+  while ((await reuse.next('next')).id !== 'after');
+  assert.equal(reuse.messages.some((m) => m.type === 'error'), false, JSON.stringify(reuse.messages));
+  assert.equal(reuse.messages.filter((m) => m.type === 'complete' && m.id === 'q').length, 2);
+});
+
+test('a subscription document is validated before anything runs: unknown fields, two root fields, an unchosen operation are errors (bad_request), and the socket stays usable', async (t) => {
+  const { acknowledged } = await listening(t);
+  const raw = await acknowledged();
+  const cases: [string, string | undefined, RegExp][] = [
+    ['subscription { auditEvents { nope } }', undefined, /Cannot query field "nope"/],
+    ['subscription { creditsChanged(bogus: 1) { available } }', undefined, /Unknown argument "bogus"/],
+    ['subscription { companyJobProgress { kind } auditEvents { id action } }', undefined, /must select only one top level field/],
+    ['subscription A { auditEvents { action } } subscription B { auditEvents { id } }', undefined, /several operations: name one in operationName/],
+    ['subscription A { auditEvents { action } }', 'Missing', /no operation named Missing/],
+  ];
+  let n = 0;
+  for (const [query, operationName, message] of cases) {
+    const id = `bad-${n++}`;
+    raw.send({ type: 'subscribe', id, payload: { query, ...(operationName ? { operationName } : {}) } });
+    const error = await raw.next('error');
+    assert.equal(error.id, id);
+    const errors = error.payload as { message: string; extensions: { code: string; http: { status: number } } }[];
+    assert.match(errors[0]!.message, message, query);
+    assert.equal(errors[0]!.extensions.code, 'bad_request');
+    assert.equal(errors[0]!.extensions.http.status, 400);
+  }
+  // Still open, and a valid operation runs.
+  raw.send({ type: 'subscribe', id: 'ok', payload: { query: '{ health { status } }' } });
+  const ok = await raw.next('next');
+  assert.equal(ok.id, 'ok');
+  assert.deepEqual(ok.payload, { data: { health: { status: 'ok' } } });
+});
