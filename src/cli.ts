@@ -313,6 +313,7 @@ async function subgraph(args: string[]) {
       budgets: kernel.budgets,
       limits: config.graphql,
       trustProxy: config.trustProxy,
+      bodyLimitBytes: config.bodyLimitBytes,
       domains: atrium.domains,
       log: kernel.log,
     });

@@ -7,6 +7,7 @@ import type { AnyDomain, ApisOfList } from '../src/kernel/domain';
 import { DateTimeISO } from './date-time';
 import type { GraphQLContext } from './context';
 import { enforceFieldPolicies, guarded } from './policy/enforce';
+import { AppError } from '../src/errors/catalog';
 
 export const subgraphNames = ['identity', 'admin', 'billing', 'modules'] as const;
 export type SubgraphName = (typeof subgraphNames)[number];
@@ -108,6 +109,13 @@ export async function buildSubgraph(definition: SubgraphDefinition): Promise<Bui
   return { name: definition.name, schema: enforceFieldPolicies(schema, definition.name), sdl, references: definition.references ?? {} };
 }
 
+/**
+ * The most entity representations one `_entities` call resolves: far more
+ * than a gateway's fetch for a page of results needs, and a bound on the
+ * reads one request can ask for.
+ */
+export const MAX_REPRESENTATIONS = 2000;
+
 /** The subgraph as a standalone federated service (`_service`, `_entities`). */
 export function federatedSchema(subgraph: BuiltSubgraph): GraphQLSchema {
   const resolvers = createResolversMap(subgraph.schema) as Record<string, Record<string, unknown>>;
@@ -122,7 +130,17 @@ export function federatedSchema(subgraph: BuiltSubgraph): GraphQLSchema {
   // rebuilt schema (mapSchema) would lose. `_service` (the SDL, as a gateway reads it) stays public.
   const entities = schema.getQueryType()?.getFields()._entities;
   if (entities?.resolve) {
-    entities.resolve = guarded(entities.resolve as GraphQLFieldResolver<unknown, GraphQLContext>, {
+    const resolveEntities = entities.resolve as GraphQLFieldResolver<unknown, GraphQLContext>;
+    entities.resolve = guarded((source, args: { representations?: unknown[] }, ctx, info) => {
+      // Each representation is a read (batched, MAX_BATCH keys a statement): a gateway's fetch is bounded like any operation.
+      const count = args.representations?.length ?? 0;
+      if (count > MAX_REPRESENTATIONS) {
+        throw new AppError('query_too_complex', `The operation exceeds the limit on entity representations: ${count} > ${MAX_REPRESENTATIONS}`, {
+          extra: { limit: 'representations', max: MAX_REPRESENTATIONS, actual: count },
+        });
+      }
+      return resolveEntities(source, args, ctx, info);
+    }, {
       // The modules subgraph's fields also take an AI-modules key.
       auth: subgraph.name === 'modules' ? 'modules' : 'authenticated',
     }, entities.args.map(({ name, type }) => ({ name, type })));

@@ -15,6 +15,13 @@ export interface TransportHooks {
  * connection lives long and runs many operations, so its loaders only batch
  * (`remember: false`): a remembered row would go stale between operations.
  */
+/**
+ * The most keys one batch reads: a larger batch (a gateway's `_entities`
+ * with thousands of representations) is read in several statements, each
+ * well within SQLite's limit on bound variables.
+ */
+export const MAX_BATCH = 500;
+
 export class Loaders {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   private readonly loaders = new Map<DataLoader.BatchLoadFn<any, any>, DataLoader<any, any>>();
@@ -25,7 +32,7 @@ export class Loaders {
   of<K, V>(batch: DataLoader.BatchLoadFn<K, V>): DataLoader<K, V> {
     let loader = this.loaders.get(batch) as DataLoader<K, V> | undefined;
     if (!loader) {
-      loader = new DataLoader(batch, { cache: this.options.remember });
+      loader = new DataLoader(batch, { cache: this.options.remember, maxBatchSize: MAX_BATCH });
       this.loaders.set(batch, loader);
     }
     return loader;

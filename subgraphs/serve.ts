@@ -1,7 +1,7 @@
 import { ApolloServer, HeaderMap, type ApolloServerOptions, type ApolloServerPlugin, type HTTPGraphQLResponse } from '@apollo/server';
-import type { IncomingMessage } from 'node:http';
-import net, { type ListenOptions } from 'node:net';
-import { startStandaloneServer } from '@apollo/server/standalone';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import net from 'node:net';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
@@ -32,6 +32,8 @@ export interface ServeSubgraphOptions {
   limits: GraphqlLimitsConfig;
   /** Take the client address from X-Forwarded-For (behind your own proxy or gateway only). */
   trustProxy: boolean;
+  /** The largest request body (BODY_LIMIT_BYTES, as on the main server); a larger one is 413 unread. */
+  bodyLimitBytes: number;
   /** The booted domains' APIs: the subgraph's own, and identity's (every request is authenticated). */
   domains: Record<string, unknown> & { identity: IdentityApi };
   /** Where unexpected resolver errors are logged (redacted); the kernel's logger, stderr by default. */
@@ -46,7 +48,7 @@ export interface ServedSubgraph {
 type ExecuteArgs = Parameters<ApolloServer<GraphQLContext>['executeHTTPGraphQLRequest']>[0];
 
 /**
- * startStandaloneServer hands every HTTP request to executeHTTPGraphQLRequest,
+ * The HTTP front (./serve.ts's own, see serveHttp) hands every request to executeHTTPGraphQLRequest,
  * so overriding it opens one unit of work around the whole request (credential
  * check, execution, response), as the main app's onRequest hook does, and
  * reads the document before Apollo parses it: one over a cap is refused
@@ -198,28 +200,104 @@ async function serveOn(
     formatError: (formatted, error) => (error instanceof GraphQLError ? toGraphQLError(error, log).toJSON() : formatted),
   });
 
-  const { url } = await startStandaloneServer(server, {
-    // server.listen(handle) serves a socket bound already (node's documented form); Apollo passes this on as is.
-    listen: bound as unknown as ListenOptions,
-    context: async ({ req }) => {
-      const ip = clientIp(req, options.trustProxy);
-      const idempotencyKey = req.headers['idempotency-key'];
-      const meta = {
-        requestId: requestIdFrom(req.headers['x-request-id']),
-        ip,
-        userAgent: req.headers['user-agent'] ?? null,
-        ...(idempotencyKey === undefined ? {} : { idempotencyKey: idempotencyKeyFrom(idempotencyKey) }),
-      };
-      const principal = await access.bearer(req.headers.authorization, ip);
-      const hit = options.budgets.hit('default', principal, ip);
-      if (!hit.allowed) throw httpError(Budgets.refusal(hit), hit);
-      const context = createContext(container, principal, meta);
-      spent.set(context, [hit]);
-      return context;
-    },
-  });
+  const context = async (req: IncomingMessage): Promise<GraphQLContext> => {
+    const ip = clientIp(req, options.trustProxy);
+    const idempotencyKey = req.headers['idempotency-key'];
+    const meta = {
+      requestId: requestIdFrom(req.headers['x-request-id']),
+      ip,
+      userAgent: req.headers['user-agent'] ?? null,
+      ...(idempotencyKey === undefined ? {} : { idempotencyKey: idempotencyKeyFrom(idempotencyKey) }),
+    };
+    const principal = await access.bearer(req.headers.authorization, ip);
+    const hit = options.budgets.hit('default', principal, ip);
+    if (!hit.allowed) throw httpError(Budgets.refusal(hit), hit);
+    const created = createContext(container, principal, meta);
+    spent.set(created, [hit]);
+    return created;
+  };
+  const httpServer = http.createServer((req, res) => void serveHttp(server, req, res, options.bodyLimitBytes, context, log));
+  server.addPlugin(ApolloServerPluginDrainHttpServer({ httpServer }));
+  await server.start();
+  // server.listen(handle) serves a socket bound already (node's documented form).
+  await new Promise<void>((resolve) => httpServer.listen(bound, resolve));
+  return { url: urlOf(bound), stop: () => server.stop() };
+}
 
-  return { url, stop: () => server.stop() };
+/**
+ * One HTTP request to the subgraph: the body read within BODY_LIMIT_BYTES
+ * (a larger one is 413 before it is read, as on the main server; Apollo's own
+ * standalone server reads up to 50 MB), JSON parsed, then Apollo's handling.
+ * A gateway calls from its own host, so no CORS headers are sent.
+ */
+async function serveHttp(
+  server: ApolloServer<GraphQLContext>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  limit: number,
+  context: (req: IncomingMessage) => Promise<GraphQLContext>,
+  log: { error: (obj: object, msg: string) => void },
+): Promise<void> {
+  try {
+    const body = await readJsonBody(req, limit);
+    const headers = new HeaderMap();
+    for (const [key, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
+    }
+    const url = req.url ?? '/';
+    const response = await server.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: { method: (req.method ?? 'GET').toUpperCase(), headers, search: url.includes('?') ? url.slice(url.indexOf('?')) : '', body },
+      context: () => context(req),
+    });
+    for (const [key, value] of response.headers) res.setHeader(key, value);
+    res.statusCode = response.status ?? 200;
+    if (response.body.kind === 'complete') {
+      res.end(response.body.string);
+      return;
+    }
+    for await (const chunk of response.body.asyncIterator) res.write(chunk);
+    res.end();
+  } catch (error) {
+    const refusal = isAppError(error) ? error : new AppError('internal_error', 'An unexpected error occurred');
+    if (!isAppError(error)) log.error({ err: error }, 'subgraph request failed');
+    if (res.headersSent) return void res.destroy();
+    const answer = refusalResponse(refusal);
+    // A body left unread (too large) is not drained: the connection closes after the answer.
+    if (!req.complete) res.setHeader('connection', 'close');
+    for (const [key, value] of answer.headers) res.setHeader(key, value);
+    res.statusCode = answer.status!;
+    res.end(answer.body.kind === 'complete' ? answer.body.string : '');
+  }
+}
+
+/** The request's JSON body (undefined when it is not JSON: Apollo refuses that), at most `limit` bytes. */
+async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  const tooLarge = () => new AppError('payload_too_large', `The request body is larger than the server accepts (${limit} bytes)`);
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  const [type, ...parameters] = String(req.headers['content-type'] ?? '').split(';');
+  if (type!.trim().toLowerCase() !== 'application/json' || size === 0) return undefined;
+  const charset = parameters.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith('charset='))?.slice('charset='.length);
+  if (charset && charset !== 'utf-8' && charset !== 'utf8') throw new AppError('unsupported_media_type', 'Send the body as UTF-8 JSON');
+  try {
+    return JSON.parse(Buffer.concat(chunks, size).toString('utf8')) as unknown;
+  } catch {
+    throw new AppError('malformed_json', 'The body is not valid JSON');
+  }
+}
+
+/** The subgraph's URL, as a gateway configures it. */
+function urlOf(bound: net.Server): string {
+  const address = bound.address() as net.AddressInfo;
+  const host = address.address === '' || address.address === '::' || address.address === '0.0.0.0' ? 'localhost' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}/`;
 }
 
 /** The client's address: the connection's, or behind a trusted proxy the first X-Forwarded-For entry. */

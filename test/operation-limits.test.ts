@@ -241,6 +241,7 @@ test('a standalone subgraph refuses an operation over a cap as /graphql does', a
     budgets: other.kernel.budgets,
     limits: other.kernel.config.graphql,
     trustProxy: false,
+    bodyLimitBytes: other.kernel.config.bodyLimitBytes,
     domains: other.domains,
   });
   t.after(() => subgraph.stop());

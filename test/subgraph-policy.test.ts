@@ -51,6 +51,7 @@ async function appWithSubgraph(t: TestContext, config: Parameters<typeof build>[
     budgets: other.kernel.budgets,
     limits: other.kernel.config.graphql,
     trustProxy: false,
+    bodyLimitBytes: other.kernel.config.bodyLimitBytes,
     domains: other.domains,
   });
   t.after(() => subgraph.stop());

@@ -9,6 +9,10 @@ import { buildApp } from '../src/app';
 import { boot, inContext, type Atrium } from '../src/boot';
 import { currentEm } from '../src/db/unit-of-work';
 import { serveSubgraph } from '../subgraphs/serve';
+import { MAX_REPRESENTATIONS } from '../subgraphs/build-subgraph';
+import { hashPassword } from '../src/auth/password';
+import { Company } from '../src/domains/identity/company.entity';
+import { User } from '../src/domains/identity/user.entity';
 
 const PASSWORD = 'correct-horse-battery-staple';
 const meta = { requestId: 'test', ip: '127.0.0.1', userAgent: null };
@@ -21,6 +25,7 @@ const served = (atrium: Atrium) => ({
   budgets: atrium.kernel.budgets,
   limits: atrium.kernel.config.graphql,
   trustProxy: false,
+  bodyLimitBytes: atrium.kernel.config.bodyLimitBytes,
   domains: atrium.domains,
 });
 
@@ -194,4 +199,61 @@ test('a subgraph given its own PUBLIC_URL keeps it; with no server recorded it i
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a standalone subgraph bounds what one request may ask: BODY_LIMIT_BYTES (413 unread), entity representations (400), reads batched within SQLite\'s limits; a member resolves no coworker', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-subgraph-'));
+  const services = await boot(loadConfig({ DATA_DIR: dir, SCRYPT_COST: '1024', BODY_LIMIT_BYTES: String(256 * 1024) }, {}));
+  const identity = await serveSubgraph('identity', served(services));
+  t.after(async () => {
+    await identity.stop();
+    await services.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const { owner, member, ownerToken, memberToken } = await inContext(services.kernel.orm, async () => {
+    const { accounts, auth } = services.domains.identity;
+    const a = await accounts.createCompanyWithOwner({ email: 'owner@acme.test', password: PASSWORD, company: 'Acme' });
+    const em = services.kernel.orm.em.fork();
+    const m = em.create(User, { company: em.getReference(Company, a.company.id), email: 'member@acme.test', role: 'member', passwordHash: await hashPassword(PASSWORD, 1024) });
+    await em.flush();
+    return {
+      owner: a.user.id,
+      member: m.id,
+      ownerToken: (await auth.login({ email: 'owner@acme.test', password: PASSWORD }, meta)).accessToken,
+      memberToken: (await auth.login({ email: 'member@acme.test', password: PASSWORD }, meta)).accessToken,
+    };
+  });
+
+  // Over the limit: refused before it is read, without a credential, as the main server refuses it.
+  const big = await fetch(identity.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: '{ __typename }', variables: { pad: 'x'.repeat(300 * 1024) } }),
+  });
+  assert.equal(big.status, 413);
+  assert.equal(((await big.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code, 'payload_too_large');
+
+  const entities = `query ($reps: [_Any!]!) { _entities(representations: $reps) { ... on User { id email } } }`;
+  const reps = (n: number) => Array.from({ length: n }, (_, i) => ({ __typename: 'User', id: i === 0 ? owner : `00000000-0000-4000-8000-${String(i).padStart(12, '0')}` }));
+  // More keys than one statement binds (MAX_BATCH): read in batches, every unknown id null.
+  const many = await gql(identity.url, ownerToken, entities, { reps: reps(1500) });
+  assert.equal(many.errors, undefined, JSON.stringify(many.errors?.slice(0, 2)));
+  const found = (many.data!._entities as ({ id: string } | null)[]);
+  assert.equal(found.length, 1500);
+  assert.equal(found[0]!.id, owner);
+  assert.ok(found.slice(1).every((e) => e === null));
+
+  const tooMany = await fetch(identity.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ownerToken}` },
+    body: JSON.stringify({ query: entities, variables: { reps: reps(MAX_REPRESENTATIONS + 1) } }),
+  });
+  const refused = (await tooMany.json()) as { errors: { extensions: { code: string; limit: string; max: number } }[] };
+  assert.equal(refused.errors[0]!.extensions.code, 'query_too_complex');
+  assert.equal(refused.errors[0]!.extensions.limit, 'representations');
+  assert.equal(refused.errors[0]!.extensions.max, MAX_REPRESENTATIONS);
+
+  // A member reads no coworker (as GET /v1/admin/users/{id} refuses them), only themselves.
+  const asMember = await gql(identity.url, memberToken, entities, { reps: [{ __typename: 'User', id: owner }, { __typename: 'User', id: member }] });
+  assert.deepEqual(asMember.data, { _entities: [null, { id: member, email: 'member@acme.test' }] });
 });
