@@ -451,3 +451,23 @@ test('an output_column the file already has (or its _error twin) is 422, so the 
   assertCode(twin, 422, 'validation_error');
   assert.deepEqual(uploads(app), []);
 });
+
+test('cancelling a job gives back the holds of its rows in flight even when the worker running them is gone (another process, a crash)', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  const res = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'r.csv');
+  const id = res.json().job_id as string;
+  // Rows held by a worker in another process, which then died (rows past the file: never the local worker's); one hold of another job stays.
+  for (const key of [`bulk:${id}:1000`, `bulk:${id}:1001`, 'bulk:another-job:1']) {
+    await inContext(app.kernel.orm, () => app.domains.billing.ledger.reserve({ companyId: a.companyId, credits: 7, key, feature: 'bulk' }));
+  }
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).held, 21);
+  const cancelled = await call(app, keys.ownerA.key, 'POST', `/v1/bulk/cancel/${id}`);
+  assert.equal(cancelled.statusCode, 200, cancelled.body);
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).held, 7, 'only the other job keeps its hold');
+  const held = await sql<{ idempotency_key: string }>(app, "select idempotency_key from credit_holds where status = 'held'");
+  assert.deepEqual(held.map((h) => h.idempotency_key), ['bulk:another-job:1']);
+  await app.kernel.worker.drain();
+  await assertLedgerAddsUp(app);
+});

@@ -47,6 +47,11 @@ export class ModuleCredits {
     await this.billing.ledger.release(hold.id, alongside);
   }
 
+  /** Returns every hold of the company still held under keys starting with `prefix` (a cancelled job's). */
+  async releaseHeldUnder(companyId: string, prefix: string): Promise<number> {
+    return this.billing.ledger.releaseHeldUnder(companyId, prefix);
+  }
+
   /** Returns the whole hold: the call failed and nothing is spent. Never masks the failure that led here. */
   async release(hold: Hold): Promise<void> {
     await this.billing.ledger.release(hold.id).catch(() => undefined);

@@ -360,6 +360,31 @@ export class LedgerService {
     });
   }
 
+  /**
+   * Releases every hold of the company still held under a key starting with
+   * `prefix` (a cancelled job's rows: `bulk:<job>:`), whichever process took
+   * them; a hold committed meanwhile is left as it is. Answers how many.
+   */
+  async releaseHeldUnder(companyId: string, prefix: string): Promise<number> {
+    // A key range rather than LIKE: the (company, key) index answers it.
+    const upper = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+    const held = this.reads.all<{ id: string }>(
+      "select id from credit_holds where company_id = ? and idempotency_key >= ? and idempotency_key < ? and status = 'held'",
+      companyId,
+      prefix,
+      upper,
+    );
+    let released = 0;
+    for (const { id } of held) {
+      const hold = await this.release(id).catch((error: unknown) => {
+        if (error instanceof AppError && error.code === 'hold_settled') return null;
+        throw error;
+      });
+      if (hold) released++;
+    }
+    return released;
+  }
+
   /** Releases holds past their timeout (their operation crashed or hung); the `billing.hold_expiry` job. */
   async releaseExpiredHolds(now = new Date()): Promise<number> {
     const due = this.reads.all<{ id: string }>("select id from credit_holds where status = 'held' and expires_at <= ? order by expires_at limit 500", +now);

@@ -277,12 +277,14 @@ export class BulkService {
 
   /** Stops a queued or running job: rows not yet sent stay unprocessed and cost nothing; a finished job is 409. */
   async cancel(principal: Principal, id: string): Promise<BulkJobView> {
-    this.visible(requireJobCaller(principal, 'bulk'), id);
+    const job = this.visible(requireJobCaller(principal, 'bulk'), id);
     const changed = await this.writer.write(
       (sql) => sql.run("update bulk_jobs set status = 'cancelled', finished_at = ?, updated_at = ? where id = ? and status in ('queued', 'running')", Date.now(), Date.now(), id).changes,
     );
     if (!changed) throw new AppError('job_finished', 'This bulk job has finished already');
     this.running.get(id)?.abort();
+    // The rows in flight give their holds back now, also when the worker running them is gone (or in another process).
+    await this.ai.credits.releaseHeldUnder(job.company_id, `bulk:${id}:`);
     this.announce(id, true);
     return this.viewOf(id);
   }
