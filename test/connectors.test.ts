@@ -171,7 +171,7 @@ test('validation: unknown fields, unknown connector, enabling incomplete, tenant
   ]);
 });
 
-test('roles: owner, admin and company key may; a member is 403; another company only for a superadmin', async (t) => {
+test('roles: owner, admin and company key may; a member is 403; another company only for a superadmin (anyone else: 404)', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);
   const other = await seedOwner(app, undefined, 'Other Co');
@@ -194,11 +194,11 @@ test('roles: owner, admin and company key may; a member is 403; another company 
   const theirs = await app.inject({ url: BASE, headers: bearer(otherToken) });
   assert.equal(theirs.json()[1].client_id, null);
   assert.equal(theirs.json()[1].company_id, other.companyId);
-  assert.equal((await app.inject({ url: `${BASE}?company_id=${owner.companyId}`, headers: bearer(otherToken) })).statusCode, 403);
-  assert.equal((await patch(app, otherToken, 'onedrive', { client_id: 'hijack' }, `?company_id=${owner.companyId}`)).statusCode, 403);
+  assert.equal((await app.inject({ url: `${BASE}?company_id=${owner.companyId}`, headers: bearer(otherToken) })).statusCode, 404);
+  assert.equal((await patch(app, otherToken, 'onedrive', { client_id: 'hijack' }, `?company_id=${owner.companyId}`)).statusCode, 404);
   assert.equal(
     (await app.inject({ method: 'POST', url: `${BASE}/onedrive/test?company_id=${owner.companyId}`, headers: bearer(otherToken) })).statusCode,
-    403,
+    404,
   );
 
   // A superadmin acts in any company.

@@ -278,7 +278,7 @@ test('a superadmin company_id naming no company is 404 not_found on /admin/overv
   const own = await gql(app, c.tokens.superadmin, '{ adminOverview { companyId } }');
   assert.deepEqual(own.data?.adminOverview, { companyId: c.platformCompanyId });
   // Anyone else naming another company is refused as on the other settings routes; their own id is fine.
-  assertProblem(await call(app, c.tokens.ownerA, 'GET', `/v1/admin/overview?company_id=${c.b.companyId}`), 403, 'forbidden');
+  assertProblem(await call(app, c.tokens.ownerA, 'GET', `/v1/admin/overview?company_id=${c.b.companyId}`), 404, 'not_found');
   assert.equal((await call(app, c.tokens.ownerA, 'GET', `/v1/admin/overview?company_id=${c.a.companyId}`)).json().company_id, c.a.companyId);
   assertProblem(await call(app, c.tokens.ownerA, 'GET', '/v1/admin/overview?company_id=not-a-uuid'), 422, 'validation_error');
 });

@@ -188,7 +188,8 @@ test('roles: owner, admin and company key may; a member is 403; another company 
   assertCode(await app.inject({ url: POLICY }), 401, 'unauthenticated');
 
   // Naming another company: 403 for its owner's peers, allowed for a superadmin.
-  assertCode(await app.inject({ url: `${POLICY}?company_id=${other.companyId}`, headers: bearer(ownerToken) }), 403, 'forbidden');
+  // Another company's id is 404 to anyone but a superadmin, as every id a caller may not see.
+  assertCode(await app.inject({ url: `${POLICY}?company_id=${other.companyId}`, headers: bearer(ownerToken) }), 404, 'not_found');
   const bySuper = await put(app, superToken, { min_password_length: 20 }, { query: `?company_id=${other.companyId}` });
   assert.equal(bySuper.statusCode, 200, bySuper.body);
   assert.equal(bySuper.json().company_id, other.companyId);

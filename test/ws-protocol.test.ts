@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { build, login, seedOwner } from './helper';
+import { MAX_OPERATIONS_PER_SOCKET } from '../src/host/ws-protocol';
 
 /**
  * The graphql-transport-ws rules a client may rely on, spoken raw over a
@@ -137,4 +138,18 @@ test('a subscription document is validated before anything runs: unknown fields,
   const ok = await raw.next('next');
   assert.equal(ok.id, 'ok');
   assert.deepEqual(ok.payload, { data: { health: { status: 'ok' } } });
+});
+
+test(`a socket runs at most ${MAX_OPERATIONS_PER_SOCKET} operations at once: one more is an error (rate_limited), and completing one frees a place`, async (t) => {
+  const { acknowledged } = await listening(t);
+  const raw = await acknowledged();
+  for (let i = 0; i < MAX_OPERATIONS_PER_SOCKET; i++) raw.send({ type: 'subscribe', id: `s${i}`, payload: { query: 'subscription { auditEvents { action } }' } });
+  raw.send({ type: 'subscribe', id: 'one-more', payload: { query: 'subscription { auditEvents { action } }' } });
+  const refused = await raw.next('error');
+  assert.equal(refused.id, 'one-more');
+  assert.equal((refused.payload as { extensions: { code: string } }[])[0]!.extensions.code, 'rate_limited');
+  raw.send({ type: 'complete', id: 's0' });
+  raw.send({ type: 'subscribe', id: 'now', payload: { query: '{ health { status } }' } });
+  const now = await raw.next('next');
+  assert.equal(now.id, 'now');
 });

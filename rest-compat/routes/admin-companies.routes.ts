@@ -18,7 +18,7 @@ export const adminCompanyRoutes: RestRoute[] = [
       "The administration dashboard of the caller's company: users by status and role, pending (unexpired) " +
       'invitations, active sessions, active API keys, and the last 10 security events (audited actions starting ' +
       'with auth., mfa., session. or api_key.), newest first. Owners, admins and the company API keys; a member gets 403. ' +
-      'A superadmin may name any company with company_id; an unknown one is 404, another company for anyone else 403.',
+      'A superadmin may name any company with company_id; an unknown one is 404, and so is another company named by anyone else.',
     tag: 'Administration',
     status: 200,
     problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such company (superadmin)' },

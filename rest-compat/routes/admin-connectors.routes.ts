@@ -4,7 +4,7 @@ import { SYNC_INTERVAL_BOUNDS } from '../../src/domains/connectors';
 
 const WHO =
   'Owners and admins of the company and its API keys; a member gets 403. A superadmin may name any company with company_id; ' +
-  'anyone else naming another company gets 403.';
+  'another company named by anyone else is 404, as an unknown one is.';
 
 const connector = { name: path('name', { description: 'google_drive or onedrive; any other name is 404' }) };
 
@@ -35,7 +35,7 @@ export const adminConnectorRoutes: RestRoute[] = [
       `Audited connector.updated with the changed field names. ${WHO}`,
     tag: 'Administration',
     status: 200,
-    problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such connector, or no such company (superadmin)' },
+    problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such connector, or no such company, or another company named by anyone but a superadmin' },
     field: 'updateConnector',
     args: { ...connector, input: body(), companyId: actingCompany() },
     bodyHints: {
@@ -54,7 +54,7 @@ export const adminConnectorRoutes: RestRoute[] = [
       `Audited connector.tested. ${WHO}`,
     tag: 'Administration',
     status: 200,
-    problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such connector, or no such company (superadmin)' },
+    problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such connector, or no such company, or another company named by anyone but a superadmin' },
     field: 'testConnector',
     args: { ...connector, companyId: actingCompany() },
   },

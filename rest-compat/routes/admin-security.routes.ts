@@ -5,9 +5,9 @@ import { COMPANY_SESSIONS_PER_PAGE } from '../../src/domains/identity';
 
 const WHO =
   'Owners and admins of the company and its API keys; a member gets 403. A superadmin may name any company with company_id; ' +
-  'anyone else naming another company gets 403.';
+  'another company named by anyone else is 404, as an unknown one is.';
 
-const PROBLEMS = { 403: 'The caller is not an owner or admin of the company', 404: 'No such company (superadmin)' };
+const PROBLEMS = { 403: 'The caller is not an owner or admin of the company', 404: 'No such company, or another company named by anyone but a superadmin' };
 
 function updateRoute(method: 'PUT' | 'PATCH'): RestRoute {
   return {

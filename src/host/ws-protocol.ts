@@ -21,6 +21,8 @@ interface ProtocolState {
 }
 
 const STATE = Symbol('atrium.wsProtocolState');
+/** Operations one socket may have running at once (subscriptions, mostly): each holds a listener and a queue. */
+export const MAX_OPERATIONS_PER_SOCKET = 100;
 const CLIENT_TYPES = new Set(['connection_init', 'ping', 'pong', 'subscribe', 'complete']);
 
 /** Validation answers of subscription documents recently seen, by text (the same few repeat). */
@@ -39,6 +41,8 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
  * - `subscribe` before the connection is acknowledged: close 4401;
  * - a second `connection_init`: close 4429;
  * - `subscribe` with the id of an operation still running: close 4409;
+ * - a `subscribe` past MAX_OPERATIONS_PER_SOCKET running: an `error`
+ *   message (429 rate_limited), and nothing runs;
  * - a subscription document is read by the gate (token cap, depth, cost)
  *   and validated against the schema as queries are: unknown fields, a
  *   second root field or an operation that cannot be chosen get an `error`
@@ -78,7 +82,10 @@ export async function screenMessage(connection: ScreenedConnection, message: Buf
   if (!connection.isReady) return refuse(WS_CLOSE.unauthorized, 'Unauthorized');
   if (state.active.has(id)) return refuse(WS_CLOSE.duplicateId, `Subscriber for ${id} already exists`);
   const operationName = typeof payload.operationName === 'string' ? payload.operationName : undefined;
-  const errors = documentErrors(connection, payload.query, operationName);
+  const errors =
+    state.active.size >= MAX_OPERATIONS_PER_SOCKET
+      ? [refusal(new AppError('rate_limited', `At most ${MAX_OPERATIONS_PER_SOCKET} operations may run at once on one socket; complete one first`))]
+      : documentErrors(connection, payload.query, operationName);
   if (errors.length) {
     const log = connection.fastify.log;
     await connection.sendMessage('error', id, errors.map((error) => toGraphQLError(error, log).toJSON()));
@@ -95,13 +102,13 @@ function documentErrors(connection: ScreenedConnection, query: string, operation
   try {
     read = gate.read(query);
   } catch (error) {
-    if (error instanceof AppError) return [new GraphQLError(error.message, { originalError: error })];
+    if (error instanceof AppError) return [refusal(error)];
     throw error;
   }
   const operation = operationName ? read.operations.find((o) => o.name === operationName) : read.operations.length === 1 ? read.operations[0] : undefined;
   if (!operation) {
     const detail = operationName ? `The document has no operation named ${operationName}` : 'The document has several operations: name one in operationName';
-    return [new GraphQLError(detail, { originalError: new AppError('bad_request', detail) })];
+    return [refusal(new AppError('bad_request', detail))];
   }
   // Queries and mutations are validated by mercurius' own execution; subscriptions are not.
   if (operation.kind !== 'subscription') return [];
@@ -115,6 +122,8 @@ function documentErrors(connection: ScreenedConnection, query: string, operation
   }
   return errors;
 }
+
+const refusal = (error: AppError) => new GraphQLError(error.message, { originalError: error });
 
 function stateOf(connection: ScreenedConnection): ProtocolState {
   const holder = connection as ScreenedConnection & { [STATE]?: ProtocolState };

@@ -299,7 +299,7 @@ export class ConnectorService {
 
   /** The caller's own company (owners, admins, company keys), or any company for a superadmin. */
   private targetCompany(principal: Principal, companyId?: string | null): Promise<string> {
-    return this.companies.managedCompanyId(principal, companyId, 'connectors');
+    return this.companies.managedCompanyId(principal, companyId);
   }
 }
 

@@ -73,14 +73,15 @@ export class CompanyAdminService {
    * The company an administration call of a company's settings (security
    * policy, connectors, the overview) is about: the caller's own for its
    * owners, admins and keys, or with `companyId` any existing company for a
-   * superadmin. Naming another company without being a superadmin is 403; a
-   * missing one 404.
+   * superadmin. Another company named by anyone else is 404, as every other
+   * company id a caller may not see (nothing tells it exists); a missing one
+   * is 404 too.
    */
-  async managedCompanyId(principal: Principal, companyId: string | null | undefined, what: string): Promise<string> {
+  async managedCompanyId(principal: Principal, companyId: string | null | undefined): Promise<string> {
     const caller = requireAuthenticated(principal);
     const superadmin = isSuperadmin(caller);
     if (companyId && companyId !== caller.companyId) {
-      if (!superadmin) throw new AppError('forbidden', `Only a superadmin may manage another company's ${what}`);
+      if (!superadmin) throw new AppError('not_found', 'No such company');
       return this.existingCompanyId(companyId);
     }
     if (!superadmin && caller.role !== 'admin' && caller.role !== 'owner') throw new AppError('forbidden', 'Admin role required');
@@ -161,7 +162,7 @@ export class CompanyAdminService {
 
   /** Counts of the caller's company (a superadmin: of `companyId`) for the administration dashboard. */
   async overview(principal: Principal, target?: string | null): Promise<CompanyOverview> {
-    const companyId = await this.managedCompanyId(principal, target, 'overview');
+    const companyId = await this.managedCompanyId(principal, target);
     const em = currentEm(this.orm);
     const now = new Date();
     const rows = await em

@@ -170,7 +170,7 @@ export class SecurityPolicyService {
   }
 
   private targetCompany(principal: Principal, companyId?: string | null): Promise<string> {
-    return this.companies.managedCompanyId(principal, companyId, 'security');
+    return this.companies.managedCompanyId(principal, companyId);
   }
 }
 
