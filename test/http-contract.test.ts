@@ -158,7 +158,10 @@ test('rate-limit headers (X-RateLimit-*, RateLimit-Policy, RateLimit) are on eve
       headers: { 'content-type': 'application/json' },
       payload: '{bad',
     }),
+    // The CSRF check runs while the caller is resolved, before the budget is spent: its refusal waits for the headers.
+    'CSRF refusal 403': await app.inject({ method: 'PATCH', url: '/v1/me/profile', headers: { cookie: 'service_token=abc' }, payload: { name: 'x' } }),
   };
+  assert.equal(responses['CSRF refusal 403'].json().code, 'csrf_rejected');
   const now = Math.floor(Date.now() / 1000);
   for (const [name, res] of Object.entries(responses)) {
     const limit = Number(res.headers['x-ratelimit-limit']);
@@ -171,6 +174,18 @@ test('rate-limit headers (X-RateLimit-*, RateLimit-Policy, RateLimit) are on eve
     assert.ok(res.headers['ratelimit-policy'], `${name}: RateLimit-Policy`);
     assert.ok(res.headers['ratelimit'], `${name}: RateLimit`);
   }
+});
+
+test('a CSRF refusal counts against the anonymous budget of its address like any other request', async (t) => {
+  const app = await build(t, limits({ anonymous: 2 }));
+  const refuse = () => app.inject({ method: 'PATCH', url: '/v1/me/profile', headers: { cookie: 'service_token=abc' }, payload: { name: 'x' } });
+  const first = await refuse();
+  assertProblem(first, 403, 'csrf_rejected');
+  assert.equal(first.headers['x-ratelimit-remaining'], '1');
+  assertProblem(await refuse(), 403, 'csrf_rejected');
+  const spent = await refuse();
+  assertProblem(spent, 429, 'rate_limited');
+  assert.ok(spent.headers['retry-after']);
 });
 
 test('X-RateLimit-Remaining counts down within a window', async (t) => {
