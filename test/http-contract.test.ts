@@ -92,6 +92,25 @@ test('X-Service-API-Version accepts 2026.05.04, 2026.04.21 and 2026.03.30', asyn
   }
 });
 
+test('a pinned older version is named in X-Service-Version, since it is the version served (success and error alike)', async (t) => {
+  const app = await build(t);
+  for (const version of ['2026.04.21', '2026.03.30', VERSION]) {
+    const headers = { 'x-service-api-version': version };
+    for (const res of [
+      await app.inject({ url: '/v1/health', headers }),
+      await app.inject({ url: '/v1/me/profile', headers }),
+      await app.inject({ url: '/v1/nope', headers }),
+      await graphql(app, '{ health { status } }', headers),
+    ]) {
+      assert.equal(res.headers['x-service-version'], version, `${version}: ${res.statusCode} ${res.body.slice(0, 100)}`);
+    }
+  }
+  // The legacy body and the header agree: what 2026.04.21 answered.
+  const legacy = await app.inject({ url: '/v1/nope', headers: { 'x-service-api-version': '2026.04.21' } });
+  assert.deepEqual(Object.keys(legacy.json()), ['detail']);
+  assert.equal(legacy.headers['x-service-version'], '2026.04.21');
+});
+
 test('any other X-Service-API-Version is a 400 unsupported_api_version problem', async (t) => {
   const app = await build(t);
   for (const version of ['2026.05.05', '2025.01.01', 'latest', '', '2026-05-04']) {
