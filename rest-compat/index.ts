@@ -103,7 +103,7 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       const compile = scope.validatorCompiler;
       if (!compile) throw new Error('The REST adapter validates with the app\'s validator compiler; set it before registering');
       scope.setValidatorCompiler(refusingNul(compile));
-      const isUpload = (compiled: CompiledRoute) => 'raw' in compiled.route && compiled.route.multipart === true;
+      const isUpload = (compiled: CompiledRoute) => 'raw' in compiled.route && compiled.route.multipart !== undefined;
       for (const compiled of options.routes) if (!isUpload(compiled)) registerRoute(scope, compiled);
       // Multipart bodies for upload routes only (anywhere else they stay 415): each reads its file with its own limits.
       await scope.register(async (uploads) => {

@@ -46,8 +46,14 @@ interface RouteDocs {
   credential?: 'module_key';
   /** Success status; 204 sends no body. */
   status: number;
-  /** Route-specific problem responses for the OpenAPI document: status to description. */
+  /**
+   * Route-specific problem responses for the OpenAPI document: status to
+   * description. What the host answers for any route of its shape (401, 403
+   * of the enrolment gate and CSRF, 400, 413-415, 429...) is added by openapi.ts.
+   */
   problems?: Record<number, string>;
+  /** The spec's name of the success body's schema (of its items, for a list): written once under components.schemas. */
+  responseName?: string;
 }
 
 /**
@@ -85,9 +91,11 @@ export interface RawRoute extends RouteDocs {
   request?: { body?: JsonSchema; querystring?: JsonSchema; params?: JsonSchema };
   /** The success body's schema (omit for redirects). */
   response?: JsonSchema;
+  /** The success body by media type, where it is not JSON alone (a download, a stream); `response` is then only fastify's. */
+  content?: Record<string, JsonSchema>;
   raw: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-  /** Takes multipart/form-data (a file upload); every other route refuses it (415). */
-  multipart?: true;
+  /** Takes multipart/form-data (a file upload) of this form; every other route refuses it (415). */
+  multipart?: JsonSchema;
 }
 
 export type RestRoute = GraphQLRoute | RawRoute;

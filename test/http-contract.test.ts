@@ -92,6 +92,25 @@ test('X-Service-API-Version accepts 2026.05.04, 2026.04.21 and 2026.03.30', asyn
   }
 });
 
+test('a pinned older version is named in X-Service-Version, since it is the version served (success and error alike)', async (t) => {
+  const app = await build(t);
+  for (const version of ['2026.04.21', '2026.03.30', VERSION]) {
+    const headers = { 'x-service-api-version': version };
+    for (const res of [
+      await app.inject({ url: '/v1/health', headers }),
+      await app.inject({ url: '/v1/me/profile', headers }),
+      await app.inject({ url: '/v1/nope', headers }),
+      await graphql(app, '{ health { status } }', headers),
+    ]) {
+      assert.equal(res.headers['x-service-version'], version, `${version}: ${res.statusCode} ${res.body.slice(0, 100)}`);
+    }
+  }
+  // The legacy body and the header agree: what 2026.04.21 answered.
+  const legacy = await app.inject({ url: '/v1/nope', headers: { 'x-service-api-version': '2026.04.21' } });
+  assert.deepEqual(Object.keys(legacy.json()), ['detail']);
+  assert.equal(legacy.headers['x-service-version'], '2026.04.21');
+});
+
 test('any other X-Service-API-Version is a 400 unsupported_api_version problem', async (t) => {
   const app = await build(t);
   for (const version of ['2026.05.05', '2025.01.01', 'latest', '', '2026-05-04']) {
@@ -158,7 +177,10 @@ test('rate-limit headers (X-RateLimit-*, RateLimit-Policy, RateLimit) are on eve
       headers: { 'content-type': 'application/json' },
       payload: '{bad',
     }),
+    // The CSRF check runs while the caller is resolved, before the budget is spent: its refusal waits for the headers.
+    'CSRF refusal 403': await app.inject({ method: 'PATCH', url: '/v1/me/profile', headers: { cookie: 'service_token=abc' }, payload: { name: 'x' } }),
   };
+  assert.equal(responses['CSRF refusal 403'].json().code, 'csrf_rejected');
   const now = Math.floor(Date.now() / 1000);
   for (const [name, res] of Object.entries(responses)) {
     const limit = Number(res.headers['x-ratelimit-limit']);
@@ -171,6 +193,18 @@ test('rate-limit headers (X-RateLimit-*, RateLimit-Policy, RateLimit) are on eve
     assert.ok(res.headers['ratelimit-policy'], `${name}: RateLimit-Policy`);
     assert.ok(res.headers['ratelimit'], `${name}: RateLimit`);
   }
+});
+
+test('a CSRF refusal counts against the anonymous budget of its address like any other request', async (t) => {
+  const app = await build(t, limits({ anonymous: 2 }));
+  const refuse = () => app.inject({ method: 'PATCH', url: '/v1/me/profile', headers: { cookie: 'service_token=abc' }, payload: { name: 'x' } });
+  const first = await refuse();
+  assertProblem(first, 403, 'csrf_rejected');
+  assert.equal(first.headers['x-ratelimit-remaining'], '1');
+  assertProblem(await refuse(), 403, 'csrf_rejected');
+  const spent = await refuse();
+  assertProblem(spent, 429, 'rate_limited');
+  assert.ok(spent.headers['retry-after']);
 });
 
 test('X-RateLimit-Remaining counts down within a window', async (t) => {

@@ -559,7 +559,9 @@ test('role is one enum in GraphQL: me, adminUsers and createInvitation agree, an
 
   // The REST contract keeps the lower-case values.
   const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
-  const inviteBody = openapi.paths['/admin/invitations'].post.requestBody.content['application/json'].schema;
+  // The spec names the body (InvitationRequest): the operation refers to it.
+  assert.equal(openapi.paths['/admin/invitations'].post.requestBody.content['application/json'].schema.$ref, '#/components/schemas/InvitationRequest');
+  const inviteBody = openapi.components.schemas.InvitationRequest;
   assert.deepEqual(inviteBody.properties.role.enum, ['owner', 'admin', 'member']);
   const roleFilter = openapi.paths['/admin/users'].get.parameters.find((p: { name: string }) => p.name === 'role');
   assert.deepEqual(roleFilter.schema.enum, ['owner', 'admin', 'member']);
@@ -681,6 +683,6 @@ test('statuses are GraphQL enums: adminUsers, invitations and their status filte
   const param = (path: string, name: string) => openapi.paths[path].get.parameters.find((p: { name: string }) => p.name === name).schema.enum;
   assert.deepEqual(param('/admin/users', 'status'), ['active', 'suspended']);
   assert.deepEqual(param('/admin/invitations', 'status'), ['pending', 'accepted', 'revoked', 'expired']);
-  const patchBody = openapi.paths['/admin/users/{user_id}'].patch.requestBody.content['application/json'].schema;
+  const patchBody = openapi.components.schemas.UserPatchRequest;
   assert.deepEqual(patchBody.properties.status.enum, ['active', 'suspended']);
 });

@@ -268,8 +268,11 @@ interface Operation {
   moduleKey: boolean;
 }
 
-function operationsOf(doc: { paths: Record<string, Record<string, Record<string, unknown>>> }): Operation[] {
+function operationsOf(doc: { paths: Record<string, Record<string, Record<string, unknown>>>; components: { schemas: Record<string, Schema> } }): Operation[] {
   const operations: Operation[] = [];
+  // A body the spec names is a reference to components.schemas.
+  const resolved = (schema: (Schema & { $ref?: string }) | undefined) =>
+    schema?.$ref ? doc.components.schemas[schema.$ref.replace('#/components/schemas/', '')] : schema;
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
       const content = (op.requestBody as { content?: Record<string, { schema: Schema }> } | undefined)?.content;
@@ -277,7 +280,7 @@ function operationsOf(doc: { paths: Record<string, Record<string, Record<string,
         method: method.toUpperCase(),
         path,
         parameters: ((op.parameters ?? []) as Parameter[]).filter((p) => p.in === 'path' || p.in === 'query'),
-        body: content?.['application/json']?.schema,
+        body: resolved(content?.['application/json']?.schema),
         authenticated: (op.security as unknown[]).length > 0,
         moduleKey: (op.security as Record<string, unknown>[]).some((scheme) => 'moduleKey' in scheme),
       });

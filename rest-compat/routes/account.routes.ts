@@ -42,6 +42,7 @@ export const accountRoutes: RestRoute[] = [
     tag: 'Authentication',
     extension: true,
     status: 204,
+    problems: { 403: 'forbidden for an API key' },
     field: 'cancelEmailChange',
   },
   {

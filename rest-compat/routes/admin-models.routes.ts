@@ -16,7 +16,7 @@ export const adminModelRoutes: RestRoute[] = [
       'the models callers may use). Owners, admins, API keys and superadmins; a member gets 403.',
     tag: 'Administration',
     status: 200,
-    problems: { 403: 'The caller is not an owner or admin' },
+    problems: { 403: 'forbidden: the caller is not an owner or admin' },
     field: 'adminModels',
   },
   {
@@ -30,9 +30,10 @@ export const adminModelRoutes: RestRoute[] = [
       `already in the catalog is 409 conflict. Audited model.created. ${EDITORS}`,
     tag: 'Administration',
     status: 201,
-    problems: { 403: 'The caller is not a platform superadmin', 409: 'A model with this id exists' },
+    problems: { 403: 'forbidden: the caller is not a platform superadmin', 409: 'A model with this id exists' },
     field: 'createModel',
     args: { input: body() },
+    bodyHints: { title: 'ModelCreateRequest' },
   },
   {
     method: 'PATCH',
@@ -46,8 +47,9 @@ export const adminModelRoutes: RestRoute[] = [
       `Audited model.updated. ${EDITORS}`,
     tag: 'Administration',
     status: 200,
-    problems: { 403: 'The caller is not a platform superadmin', 404: 'No such model' },
+    problems: { 403: 'forbidden: the caller is not a platform superadmin', 404: 'No such model' },
     field: 'updateModel',
     args: { id: path('model_id'), input: body() },
+    bodyHints: { title: 'ModelPatchRequest' },
   },
 ];

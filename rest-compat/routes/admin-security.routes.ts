@@ -7,7 +7,7 @@ const WHO =
   'Owners and admins of the company and its API keys; a member gets 403. A superadmin may name any company with company_id; ' +
   'another company named by anyone else is 404, as an unknown one is.';
 
-const PROBLEMS = { 403: 'The caller is not an owner or admin of the company', 404: 'No such company, or another company named by anyone but a superadmin' };
+const PROBLEMS = { 403: 'forbidden: the caller is not an owner or admin of the company', 404: 'No such company, or another company named by anyone but a superadmin' };
 
 function updateRoute(method: 'PUT' | 'PATCH'): RestRoute {
   return {
@@ -25,7 +25,8 @@ function updateRoute(method: 'PUT' | 'PATCH'): RestRoute {
     field: 'updateSecurityPolicy',
     args: { input: body(), companyId: actingCompany() },
     bodyHints: {
-      description: 'PolicyPatchRequest: the fields to change; fields left out keep their value. Unknown fields are refused (422).',
+      title: 'PolicyPatchRequest',
+      description: 'The fields to change; fields left out keep their value. Unknown fields are refused (422).',
     },
   };
 }

@@ -18,7 +18,7 @@ const WHO =
 const RULES =
   'Role rules: an admin cannot change, suspend or delete an owner (403); nobody removes, suspends or demotes the ' +
   'last active owner (409 conflict); nobody deletes or suspends themselves (403); only an owner grants the owner role (403).';
-const PROBLEMS = { 403: 'The caller is not an owner or admin of the company, or a role rule refuses', 404: "No such user in the caller's company" };
+const PROBLEMS = { 403: 'forbidden: the caller is not an owner or admin of the company, or a role rule refuses', 404: "No such user in the caller's company" };
 const MUTATION_PROBLEMS = { ...PROBLEMS, 409: 'The last active owner of the company would be removed, suspended or demoted' };
 
 /** Administration of a company's users: owners, admins, company API keys and superadmins. */
@@ -217,7 +217,7 @@ export const adminUserRoutes: RestRoute[] = [
     tag: 'Administration',
     extension: true,
     status: 200,
-    problems: { 403: 'The caller is not an owner or admin of the company', 404: 'No such user in the caller\'s company' },
+    problems: { 403: 'forbidden: the caller is not an owner or admin of the company', 404: 'No such user in the caller\'s company' },
     field: 'unlockUser',
     args: user,
   },

@@ -97,7 +97,10 @@ export const authRoutes: RestRoute[] = [
       'after a correct password (and second factor).',
     tag: 'Authentication',
     status: 200,
-    problems: { 403: 'account_suspended: the account is suspended' },
+    problems: {
+      401: 'invalid_credentials: a wrong email or password; mfa_required: MFA is on and totp_code is missing; mfa_invalid: a wrong or used code',
+      403: 'account_suspended: the account is suspended',
+    },
     field: 'login',
     args: { input: body() },
     select: SIGN_IN_SELECTION,
@@ -112,6 +115,7 @@ export const authRoutes: RestRoute[] = [
       'refreshes with one token exactly one succeeds; the others get 401 token_invalid.',
     tag: 'Authentication',
     status: 200,
+    problems: { 401: 'token_invalid: the refresh token is unknown, expired, revoked or already rotated' },
     field: 'refreshToken',
     args: { input: body() },
   },
@@ -125,6 +129,7 @@ export const authRoutes: RestRoute[] = [
       'service_token cookie is cleared. Other sessions stay valid.',
     tag: 'Authentication',
     status: 204,
+    problems: { 400: 'bad_request: an API key has no session to log out of' },
     field: 'logout',
   },
   {

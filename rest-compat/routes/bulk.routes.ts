@@ -7,7 +7,7 @@ import { pageArgs } from '../pagination';
 import { AppError } from '../../src/errors/catalog';
 import { problemBody } from '../../src/host/problem';
 import { isAppError } from '../../src/errors/catalog';
-import type { BulkJobView, BulkRowView, TableKind } from '../../src/domains/bulk';
+import { COLUMN_NAME_MAX, PROMPT_TEMPLATE_MAX, TABLE_MIME, type BulkJobView, type BulkRowView, type TableKind } from '../../src/domains/bulk';
 import { jobIdAnswer } from '../schemas';
 import { uploadFailure } from '../multipart';
 
@@ -160,7 +160,37 @@ const acceptedSchema = {
   required: ['job_id', 'status', 'filename', 'format'],
   properties: { job_id: { type: 'string', format: 'uuid' }, status: { type: 'string' }, filename: { type: 'string' }, format: { type: 'string', enum: ['csv', 'xlsx'] } },
 };
+/** A result file is in its input's format (TABLE_MIME), whichever door the job came in by. */
+const resultFile = {
+  [TABLE_MIME.csv.split(';')[0]!]: { type: 'string', description: 'The result as CSV (UTF-8), when the input was CSV' },
+  [TABLE_MIME.xlsx]: { type: 'string', format: 'binary', description: 'The result as an Excel workbook, when the input was .xlsx' },
+};
 const fileResponse = { type: 'string', format: 'binary', description: 'CSV (text/csv) or .xlsx, as the input was' };
+
+/** The multipart form of a submission, as readUpload and the service read it. */
+function bulkForm(file: string) {
+  return {
+    type: 'object',
+    required: ['file', 'input_column', 'prompt_template'],
+    properties: {
+      file: { type: 'string', format: 'binary', description: file },
+      input_column: { type: 'string', minLength: 1, maxLength: COLUMN_NAME_MAX, description: "The column whose cell fills {text} in each row's prompt" },
+      prompt_template: {
+        type: 'string',
+        minLength: 1,
+        maxLength: PROMPT_TEMPLATE_MAX,
+        description: "The prompt of each row; must contain the placeholder {text}, which the row's input cell replaces",
+      },
+      output_column: {
+        type: 'string',
+        maxLength: COLUMN_NAME_MAX,
+        default: 'AI_Result',
+        description: 'The result column the file gains (beside it <output_column>_error); a column the file already has is 422',
+      },
+      model: { type: 'string', description: 'A catalog model id or a model family (default: the configured default model)' },
+    },
+  };
+}
 
 export const bulkRoutes: RestRoute[] = [
   {
@@ -175,9 +205,17 @@ export const bulkRoutes: RestRoute[] = [
     credential: 'module_key',
     auth: 'required',
     status: 202,
-    problems: { 403: 'The key lacks the bulk scope', 413: 'The file is too large', 415: 'Not .xlsx or CSV', 422: 'A missing field, a template without {text}, or a column the file lacks', 429: 'job_limit_reached', 503: 'ai_provider_not_configured' },
+    problems: {
+      403: 'insufficient_scope: the key lacks the bulk scope',
+      404: 'model_not_found',
+      413: 'The file is too large',
+      415: 'Not .xlsx or CSV',
+      422: 'A missing field, a template without {text}, a column the file lacks, or model_blocked',
+      429: 'job_limit_reached',
+      503: 'ai_provider_not_configured',
+    },
     response: acceptedSchema,
-    multipart: true,
+    multipart: bulkForm('The table: .xlsx or CSV (decided by its content), up to UPLOAD_MAX_MB'),
     raw: submitter(['csv', 'xlsx'], jobAccepted),
   },
   {
@@ -196,6 +234,7 @@ export const bulkRoutes: RestRoute[] = [
     problems: { 404: 'No bulk job of yours with this id', 409: 'job_not_finished' },
     request: { params: { type: 'object', required: ['job_id'], properties: { job_id: { type: 'string', format: 'uuid' } } } },
     response: fileResponse,
+    content: resultFile,
     raw: download('job_id'),
   },
   {
@@ -251,9 +290,16 @@ export const bulkRoutes: RestRoute[] = [
     tag: 'Research and bulk jobs',
     auth: 'required',
     status: 202,
-    problems: { 413: 'The file is too large', 415: 'Not CSV', 422: 'A missing field, a template without {text}, or a column the file lacks', 429: 'job_limit_reached', 503: 'ai_provider_not_configured' },
+    problems: {
+      404: 'model_not_found',
+      413: 'The file is too large',
+      415: 'Not CSV',
+      422: 'A missing field, a template without {text}, a column the file lacks, or model_blocked',
+      429: 'job_limit_reached',
+      503: 'ai_provider_not_configured',
+    },
     response: acceptedSchema,
-    multipart: true,
+    multipart: bulkForm('The table: CSV (decided by its content), up to UPLOAD_MAX_MB'),
     raw: submitter(['csv'], jobAccepted),
   },
   {
@@ -300,6 +346,13 @@ export const bulkRoutes: RestRoute[] = [
       querystring: { type: 'object', additionalProperties: false, properties: { after: { type: 'integer', minimum: 0, default: 0, description: 'Resume after this row' } } },
     },
     response: { type: 'string', description: 'NDJSON lines' },
+    content: {
+      'application/x-ndjson': {
+        type: 'string',
+        description:
+          'One JSON object a line: {row, status, input, output, error, tokens, credits_used}; a failure after the stream began is a last line {error: <problem details>}',
+      },
+    },
     raw: rows,
   },
   {
@@ -307,7 +360,9 @@ export const bulkRoutes: RestRoute[] = [
     path: '/bulk/jobs/:id/download',
     operationId: 'downloadBulkJob',
     summary: 'Download a bulk result',
-    description: `The result CSV, as GET /bulk/download/{job_id} answers it. Before the job completes it is 409 job_not_finished. ${PLATFORM}`,
+    description:
+      'The result file, as GET /bulk/download/{job_id} answers it: CSV, or .xlsx for a job submitted as .xlsx through the AI modules API. ' +
+      `Before the job completes it is 409 job_not_finished. ${PLATFORM}`,
     tag: 'Research and bulk jobs',
     extension: true,
     auth: 'required',
@@ -315,6 +370,7 @@ export const bulkRoutes: RestRoute[] = [
     problems: { 404: 'No bulk job with this id', 409: 'job_not_finished' },
     request: { params: { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'uuid' } } } },
     response: fileResponse,
+    content: resultFile,
     raw: download('id'),
   },
   {

@@ -18,7 +18,7 @@ const ADMIN_ONLY =
   "Owners and admins of the company and its API keys; a member gets 403. Only an owner may invite with role owner.";
 
 const createProblems = {
-  403: 'A member, or an admin inviting with role owner',
+  403: 'forbidden: a member, or an admin inviting with role owner',
   409: 'email_taken: a user has this address; conflict: a pending invitation exists for it (resend that one)',
 };
 
@@ -62,7 +62,7 @@ export const invitationRoutes: RestRoute[] = [
       `expired (a pending invitation past expires_at counts as expired). ${ADMIN_ONLY}`,
     tag: 'Administration',
     status: 200,
-    problems: { 403: 'The caller is not an owner or admin of the company' },
+    problems: { 403: 'forbidden: the caller is not an owner or admin of the company' },
     field: 'invitations',
     args: { status: query('status', { enum: invitationStatuses, description: 'Only invitations in this status' }), ...pageArgs() },
     paginated: true,
@@ -79,7 +79,7 @@ export const invitationRoutes: RestRoute[] = [
       `Answers 201 whenever the request itself is valid, even if every row failed. ${ADMIN_ONLY}`,
     tag: 'Administration',
     status: 201,
-    problems: { 403: 'The caller is not an owner or admin of the company' },
+    problems: { 403: 'forbidden: the caller is not an owner or admin of the company' },
     field: 'createInvitations',
     args: { input: body() },
     bodyHints: { title: 'BulkInvitationRequest' },
@@ -124,7 +124,7 @@ export const invitationRoutes: RestRoute[] = [
       `An accepted or revoked one is 409 conflict. Another company's invitation is 404. ${ADMIN_ONLY} Audited invitation.resent.`,
     tag: 'Administration',
     status: 200,
-    problems: { 403: 'A member, or an admin resending an owner invitation', 404: "No such invitation in the caller's company", 409: 'Not pending or expired' },
+    problems: { 403: 'forbidden: a member, or an admin resending an owner invitation', 404: "No such invitation in the caller's company", 409: 'Not pending or expired' },
     field: 'resendInvitation',
     args: { id: path('invitation_id', { format: 'uuid' }) },
   },
@@ -138,7 +138,7 @@ export const invitationRoutes: RestRoute[] = [
       "company's invitation is 404. Owners and admins of the company and its API keys. Audited invitation.revoked.",
     tag: 'Administration',
     status: 200,
-    problems: { 403: 'The caller is not an owner or admin of the company', 404: "No such invitation in the caller's company", 409: 'Not pending' },
+    problems: { 403: 'forbidden: the caller is not an owner or admin of the company', 404: "No such invitation in the caller's company", 409: 'Not pending' },
     field: 'revokeInvitation',
     args: { id: path('invitation_id', { format: 'uuid' }) },
   },

@@ -10,6 +10,7 @@ import { profileBody, profileResponse } from './auth.routes';
  */
 
 const API_KEY_REFUSED = 'A company API key has no sessions and is refused with 403 forbidden.';
+const USER_ONLY = { 403: 'forbidden for an API key' };
 
 export const meRoutes: RestRoute[] = [
   {
@@ -24,6 +25,7 @@ export const meRoutes: RestRoute[] = [
     tag: 'Authentication',
     extension: true,
     status: 200,
+    problems: USER_ONLY,
     field: 'mySessions',
     args: pageArgs(),
     paginated: true,
@@ -40,6 +42,7 @@ export const meRoutes: RestRoute[] = [
     tag: 'Authentication',
     extension: true,
     status: 204,
+    problems: { ...USER_ONLY, 404: 'not_found: not an active session of the caller' },
     field: 'revokeSession',
     args: { id: path('session_id', { format: 'uuid' }) },
   },
@@ -54,6 +57,7 @@ export const meRoutes: RestRoute[] = [
       `cookie is cleared. revoked is the number of sessions ended. ${API_KEY_REFUSED}`,
     tag: 'Authentication',
     status: 200,
+    problems: USER_ONLY,
     field: 'revokeAllSessions',
     // The field answers the count; the documented body names it.
     answer: {
@@ -73,6 +77,7 @@ export const meRoutes: RestRoute[] = [
     tag: 'Authentication',
     extension: true,
     status: 200,
+    problems: USER_ONLY,
     field: 'updateMyProfile',
     args: { input: body() },
     bodyHints: { required: ['name'] },

@@ -13,6 +13,7 @@ export const mfaRoutes: RestRoute[] = [
       'again before verifying replaces the secret and the codes; once MFA is on it answers 409 (disable first).',
     tag: 'Authentication',
     status: 200,
+    problems: { 403: 'forbidden for an API key', 409: 'conflict: MFA is already on' },
     field: 'setupMfa',
   },
   {
@@ -25,6 +26,7 @@ export const mfaRoutes: RestRoute[] = [
       'clock skew either way). A wrong code is 422; without a pending enrolment, or with MFA already on, 409.',
     tag: 'Authentication',
     status: 200,
+    problems: { 403: 'forbidden for an API key', 409: 'conflict: no pending enrolment, or MFA already on', 422: 'validation_error: a wrong code' },
     field: 'verifyMfa',
     args: {
       code: member('totp_code', { description: 'A 6-digit code from the authenticator app' }),
@@ -41,6 +43,7 @@ export const mfaRoutes: RestRoute[] = [
     tag: 'Authentication',
     extension: true,
     status: 204,
+    problems: { 403: 'step_up_required, or forbidden for an API key', 409: 'conflict: MFA is not on' },
     field: 'disableMfa',
   },
   {
@@ -56,6 +59,10 @@ export const mfaRoutes: RestRoute[] = [
       'key, which has no session, 400.',
     tag: 'Authentication',
     status: 200,
+    problems: {
+      400: 'bad_request: an API key has no session to step up',
+      401: 'invalid_credentials: a wrong password; mfa_required: no second factor; mfa_invalid: a wrong one',
+    },
     field: 'stepUp',
     args: { input: body() },
   },

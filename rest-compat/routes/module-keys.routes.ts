@@ -22,7 +22,7 @@ export const moduleKeyRoutes: RestRoute[] = [
     tag: 'AI modules: keys',
     extension: true,
     status: 201,
-    problems: { 409: `The account already holds ${MAX_MODULE_KEYS_PER_USER} active keys` },
+    problems: { 403: 'forbidden for an API key', 409: `The account already holds ${MAX_MODULE_KEYS_PER_USER} active keys` },
     field: 'createMyApiKey',
     args: { input: body() },
     // The key's listing with the plaintext beside it, as the company keys answer.
@@ -37,6 +37,7 @@ export const moduleKeyRoutes: RestRoute[] = [
     tag: 'AI modules: keys',
     extension: true,
     status: 200,
+    problems: { 403: 'forbidden for an API key' },
     field: 'myApiKeys',
     answer: {
       body: (keys: unknown[]) => ({ keys }),
@@ -52,7 +53,7 @@ export const moduleKeyRoutes: RestRoute[] = [
     tag: 'AI modules: keys',
     extension: true,
     status: 204,
-    problems: { 404: 'You have no active key with this id' },
+    problems: { 403: 'forbidden for an API key', 404: 'You have no active key with this id' },
     field: 'revokeMyApiKey',
     args: { id: path('key_id', { format: 'uuid' }) },
   },

@@ -9,6 +9,7 @@ export const platformRoutes: RestRoute[] = [
     description: 'Public. Reports whether the service and its database answer.',
     tag: 'Platform',
     status: 200,
+    responseName: 'HealthResponse',
     field: 'health',
   },
   {
@@ -19,6 +20,7 @@ export const platformRoutes: RestRoute[] = [
     description: 'All models of the catalog that an administrator has not blocked, with display names.',
     tag: 'Platform',
     status: 200,
+    responseName: 'ModelItem',
     field: 'models',
   },
   {

@@ -78,9 +78,14 @@ export const ragRoutes: RestRoute[] = [
     credential: 'module_key',
     auth: 'required',
     status: 201,
-    problems: { 403: 'The key lacks the rag scope', 413: 'The file is too large, or would unpack too large', 415: 'Not an accepted type, or disguised', 422: 'No file, an unreadable file, or no text in it' },
+    problems: { 403: 'insufficient_scope: the key lacks the rag scope', 413: 'The file is too large, or would unpack too large', 415: 'Not an accepted type, or disguised', 422: 'No file, an unreadable file, or no text in it' },
     response: documentSchema,
-    multipart: true,
+    // Other text fields are read and ignored; a second file is 422.
+    multipart: {
+      type: 'object',
+      required: ['file'],
+      properties: { file: { type: 'string', format: 'binary', description: 'The document: PDF, Word (.docx), Excel (.xlsx), plain text or CSV, up to UPLOAD_MAX_MB' } },
+    },
     raw: upload,
   },
   {
@@ -125,7 +130,15 @@ export const ragRoutes: RestRoute[] = [
     tag: 'AI modules: documents',
     credential: 'module_key',
     status: 200,
-    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'The key lacks the rag scope', 404: "A doc_id that is not one of the caller's documents" },
+    // Without a provider the answer is extractive, so there is no 503; with one, its failures are 502 and 504.
+    problems: {
+      402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED',
+      403: 'insufficient_scope: the key lacks the rag scope',
+      404: "A doc_id that is not one of the caller's documents, or model_not_found",
+      422: 'model_blocked, or a bad field',
+      502: 'ai_provider_error',
+      504: 'ai_provider_timeout',
+    },
     field: 'ragQuery',
     args: { input: body() },
   },

@@ -33,7 +33,7 @@ export const researchRoutes: RestRoute[] = [
     tag: 'AI modules: research',
     credential: 'module_key',
     status: 202,
-    problems: { ...MODULES_PROBLEMS, 403: 'The key lacks the research scope' },
+    problems: { ...MODULES_PROBLEMS, 403: 'insufficient_scope: the key lacks the research scope' },
     field: 'startResearch',
     args: { input: body() },
     answer: jobIdAnswer,

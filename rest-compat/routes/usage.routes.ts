@@ -77,7 +77,7 @@ export const usageRoutes: RestRoute[] = [
       `user email), requests, tokens, credits and the currency cost at the models' prices. ${QUERY} ${ACCESS}`,
     tag: 'Billing',
     status: 200,
-    problems: { 403: 'Not an owner or admin', 404: 'No such company (superadmin)' },
+    problems: { 403: 'forbidden: not an owner or admin', 404: 'No such company (superadmin)' },
     field: 'usageReport',
     args: usageQuery,
   },
@@ -93,7 +93,7 @@ export const usageRoutes: RestRoute[] = [
     tag: 'Billing',
     auth: 'required',
     status: 200,
-    problems: { 403: 'Not an owner or admin', 404: 'No such company (superadmin)', 422: 'A bad group_by or days' },
+    problems: { 403: 'forbidden: not an owner or admin', 404: 'No such company (superadmin)', 422: 'A bad group_by or days' },
     request: {
       querystring: {
         type: 'object',
@@ -106,6 +106,7 @@ export const usageRoutes: RestRoute[] = [
       },
     },
     response: { type: 'string', description: 'text/csv' },
+    content: { 'text/csv': { type: 'string', description: 'RFC 4180, UTF-8: a header line, one line per group, a total line' } },
     raw: exportUsage,
   },
 ];

@@ -6,20 +6,24 @@ import { apiSecurityHeaders } from './security-headers';
 
 const supported = new Set<string>(SUPPORTED_API_VERSIONS);
 
-/** The headers every response carries whatever it answers: X-Service-Version and the security headers (computed once). */
+/** The headers every response carries whatever it answers: X-Service-Version (of an unpinned request) and the security headers (computed once). */
 export const fixedResponseHeaders: Readonly<Record<string, string>> = Object.freeze({
   'x-service-version': CURRENT_API_VERSION,
   ...apiSecurityHeaders(),
 });
 
-/** Puts the fixed headers and X-Request-Id on the reply and reads the version the client pins. */
+/** Puts the fixed headers and X-Request-Id on the reply and reads the version the client pins, which X-Service-Version then names. */
 export function stampResponse(request: FastifyRequest, reply: FastifyReply): void {
   reply.headers(fixedResponseHeaders);
   reply.header('x-request-id', request.id);
   const pinned = request.headers['x-service-api-version'];
   if (pinned !== undefined) {
     const value = (Array.isArray(pinned) ? pinned[0] : pinned)?.trim();
-    if (value !== undefined && supported.has(value)) request.apiVersion = value;
+    if (value !== undefined && supported.has(value)) {
+      request.apiVersion = value;
+      // The version served is the pinned one (its error bodies included), so that is what the header names.
+      if (value !== CURRENT_API_VERSION) reply.header('x-service-version', value);
+    }
   }
 }
 

@@ -2,11 +2,10 @@ import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal';
 import { AppError } from '../errors/catalog';
 import type { KernelConfig } from '../kernel/config';
-import type { AccessService } from '../domains/identity';
 import { readCookie, SESSION_COOKIE } from '../auth/cookies';
 
 /** Methods that change state: a cookie-authenticated one must prove it comes from an allowed origin. */
-const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+export const UNSAFE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 function originOf(value: string): string | undefined {
   try {
@@ -42,22 +41,15 @@ export function isTrustedOrigin(headers: FastifyRequest['headers'], trusted: Set
 }
 
 /**
- * The `service_token` cookie as the credential (there was no Authorization
- * header). Browsers attach cookies to cross-site requests, so a state-changing
- * request must carry an Origin (or Referer) of PUBLIC_URL or a CORS origin,
- * else 403 `csrf_rejected`, checked before the cookie is even looked up.
- * SameSite=Lax is the first line; this is the second.
+ * The refusal of the `service_token` cookie as the credential (there was no
+ * Authorization header), if any. Browsers attach cookies to cross-site
+ * requests, so a state-changing request must carry an Origin (or Referer) of
+ * PUBLIC_URL or a CORS origin, else 403 `csrf_rejected`, decided before the
+ * cookie is even looked up. SameSite=Lax is the first line; this is the second.
  */
-export async function resolveCookiePrincipal(
-  access: AccessService,
-  request: Pick<FastifyRequest, 'method' | 'headers' | 'ip'>,
-  cookie: string,
-  trusted: Set<string>,
-): Promise<Principal> {
-  if (UNSAFE_METHODS.has(request.method) && !isTrustedOrigin(request.headers, trusted)) {
-    throw new AppError('csrf_rejected', 'A cookie-authenticated request that changes state must come from an allowed origin (Origin or Referer header)');
-  }
-  return access.cookie(cookie, request.ip);
+export function csrfRefusal(request: Pick<FastifyRequest, 'method' | 'headers'>, trusted: Set<string>): AppError | undefined {
+  if (!UNSAFE_METHODS.has(request.method) || isTrustedOrigin(request.headers, trusted)) return undefined;
+  return new AppError('csrf_rejected', 'A cookie-authenticated request that changes state must come from an allowed origin (Origin or Referer header)');
 }
 
 /**

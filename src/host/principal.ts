@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { anonymous, type Principal } from '../auth/principal';
 import { AppError } from '../errors/catalog';
 import { readCookie, SESSION_COOKIE } from '../auth/cookies';
-import { resolveCookiePrincipal, trustedOrigins } from './cookie-auth';
+import { csrfRefusal, trustedOrigins } from './cookie-auth';
 import { idempotencyKeyFrom } from '../request-id';
 import { moduleKeyOutsideModules, requireModuleKey } from '../auth/policy';
 import { isPromise } from '../is-promise';
@@ -38,6 +38,7 @@ export const principalPlugin = fp(
   async (app) => {
     app.decorateRequest('principal', null as never);
     app.decorateRequest('meta', null as never);
+    app.decorateRequest('refused', undefined);
     const access = app.domains.identity.access;
     const origins = trustedOrigins(app.config);
     // Callback-style with a synchronous fast path: this runs on every request.
@@ -45,8 +46,14 @@ export const principalPlugin = fp(
       request.meta = clientMeta(request);
       const authorization = request.headers.authorization;
       const cookie = authorization ? undefined : readCookie(request.headers.cookie, SESSION_COOKIE);
-      const resolved: Principal | Promise<Principal> =
-        cookie === undefined ? access.bearer(authorization, request.ip) : resolveCookiePrincipal(access, request, cookie, origins);
+      const refused = cookie === undefined ? undefined : csrfRefusal(request, origins);
+      if (refused) {
+        // Answered by the rate-limit hook once the request has spent its budget, so it carries the headers every answer does.
+        request.principal = anonymous;
+        request.refused = refused;
+        return done();
+      }
+      const resolved: Principal | Promise<Principal> = cookie === undefined ? access.bearer(authorization, request.ip) : access.cookie(cookie, request.ip);
       if (!isPromise(resolved)) {
         request.principal = resolved;
         return done();

@@ -30,7 +30,8 @@ export const rateLimitPlugin = fp(
       } catch (error) {
         return done(error as Error);
       }
-      done();
+      // A refusal found while resolving the caller (a cross-site cookie request) waits for the budget's headers.
+      done(request.refused);
     });
   },
   { name: 'atrium-rate-limit', dependencies: ['atrium-principal'] },

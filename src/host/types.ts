@@ -1,4 +1,5 @@
 import type { Principal, RequestMeta } from '../auth/principal';
+import type { AppError } from '../errors/catalog';
 import type { KernelConfig } from '../kernel/config';
 import type { DomainApis } from '../domains';
 import type { Kernel } from '../kernel/kernel';
@@ -36,6 +37,8 @@ declare module 'fastify' {
     meta: RequestMeta;
     /** The version pinned with X-Service-API-Version, if any. */
     apiVersion?: string;
+    /** A refusal decided while resolving the caller (403 csrf_rejected), answered after the rate-limit hook spent the budget. */
+    refused?: AppError;
   }
   interface FastifyContextConfig {
     auth?: AuthKind;

@@ -1,0 +1,194 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { bearer, build, createCompanyKey, login, seedOwner, seedUser } from './helper';
+import { moduleKey } from './ai-helper';
+
+/**
+ * The OpenAPI document is what a client generates its code from: a status or
+ * media type it does not declare is a client that breaks. Each operation of
+ * /openapi.json is called the ways a probe would (no credential, each kind of
+ * credential, a bad version pin, a foreign-origin cookie, an over-long path
+ * parameter, a malformed body, a caller owing MFA enrolment), and whatever
+ * the server answers must be declared for that operation.
+ */
+
+interface Operation {
+  parameters?: ({ in?: string; name?: string; schema?: { format?: string } } | { $ref: string })[];
+  requestBody?: { content: Record<string, unknown> };
+  security?: Record<string, unknown>[];
+  responses: Record<string, { description: string; content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
+}
+
+type Doc = { paths: Record<string, Record<string, Operation>> };
+
+const UNSAFE = new Set(['post', 'put', 'patch', 'delete']);
+const GENERIC_CODES = new Set(['not_found', 'conflict', 'validation_error']);
+
+/** Each operation of the document with its path filled in (a uuid, or a name no resource has). */
+function operations(doc: Doc) {
+  const out: { method: string; path: string; url: (long?: boolean) => string; operation: Operation }[] = [];
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(methods)) {
+      const params = (operation.parameters ?? []).filter((p): p is { in: string; name: string; schema?: { format?: string } } => 'in' in p && p.in === 'path');
+      const url = (long = false) =>
+        '/v1' +
+        path.replace(/\{(\w+)\}/g, (_, name: string) => {
+          if (long) return 'a'.repeat(101);
+          return params.find((p) => p.name === name)?.schema?.format === 'uuid' ? randomUUID() : 'nothing-here';
+        });
+      out.push({ method, path, url, operation });
+    }
+  }
+  return out;
+}
+
+/** What the answer shows that the operation does not declare (its status, its media type, a header every response carries). */
+function undeclared(doc: Doc, method: string, path: string, res: LightMyRequestResponse, how: string): string[] {
+  const at = `${method.toUpperCase()} ${path} (${how}) answered ${res.statusCode}`;
+  const declared = doc.paths[path]![method]!.responses[String(res.statusCode)];
+  if (!declared) return [`${at}, not declared: ${res.body.slice(0, 200)}`];
+  const out: string[] = [];
+  // A problem's code is named where the status has others: a 404 is not_found, a 409 a conflict, a 422 a validation_error unless said.
+  const code = res.statusCode >= 400 ? (res.json() as { code?: string }).code : undefined;
+  if (code && !GENERIC_CODES.has(code) && !new RegExp(`\\b${code}\\b`).test(declared.description)) {
+    out.push(`${at} ${code}, which its description does not name: ${declared.description}`);
+  }
+  const type = String(res.headers['content-type'] ?? '').split(';')[0]!.trim();
+  if (res.statusCode !== 204 && !(res.statusCode >= 300 && res.statusCode < 400) && !declared.content?.[type]) {
+    out.push(`${at} as ${type}, which it declares only as ${Object.keys(declared.content ?? {}).join(', ')}`);
+  }
+  for (const header of ['x-service-version', 'x-request-id', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit']) {
+    if (res.headers[header] === undefined) out.push(`${at} without ${header}`);
+  }
+  return out;
+}
+
+/** A fresh company whose owner is signed in, with a company key and an AI-modules key: nothing one call does spoils the next. */
+async function callers(app: FastifyInstance) {
+  const owner = await seedOwner(app);
+  const token = (await login(app, owner.email)).access_token;
+  const member = (await login(app, (await seedUser(app, owner.companyId, 'member')).email)).access_token;
+  return { owner, token, member, companyKey: (await createCompanyKey(app, owner.companyId)).key, moduleKey: (await moduleKey(app, token)).key };
+}
+
+test('every status and success media type an operation answers is declared for it in /openapi.json', async (t) => {
+  const app = await build(t);
+  const doc = (await app.inject({ url: '/openapi.json' })).json() as Doc;
+  // A company whose policy requires MFA, and its owner, who has not enrolled.
+  const enrolling = await callers(app);
+  const policy = await app.inject({ method: 'PUT', url: '/v1/admin/security/policy', headers: bearer(enrolling.token), payload: { mfa_required: true } });
+  assert.equal(policy.statusCode, 200, policy.body);
+  const owing = (await login(app, enrolling.owner.email)).access_token;
+
+  const found: string[] = [];
+  for (const { method, path, url, operation } of operations(doc)) {
+    const c = await callers(app);
+    const json = operation.requestBody?.content['application/json'] !== undefined;
+    const multipart = operation.requestBody?.content['multipart/form-data'] !== undefined;
+    const modulesApi = operation.security?.some((s) => 'moduleKey' in s) ?? false;
+    const credential = bearer(modulesApi ? c.moduleKey : c.token);
+    const body: Partial<InjectOptions> = json ? { payload: {} } : {};
+    const calls: [string, InjectOptions][] = [
+      ['no credential', { headers: {}, ...body }],
+      ['an access token', { headers: bearer(c.token), ...body }],
+      ['a member', { headers: bearer(c.member), ...body }],
+      ['a company key', { headers: bearer(c.companyKey), ...body }],
+      ['an AI-modules key', { headers: bearer(c.moduleKey), ...body }],
+      ['a caller owing MFA enrolment', { headers: bearer(owing), ...body }],
+      ['an unsupported version pin', { headers: { ...credential, 'x-service-api-version': '1999.01.01' }, ...body }],
+    ];
+    if (UNSAFE.has(method)) calls.push(['the session cookie from no origin', { headers: { cookie: 'service_token=whatever' }, ...body }]);
+    if (path.includes('{')) calls.push(['an over-long path parameter', { headers: credential, ...body, url: url(true) }]);
+    if (UNSAFE.has(method)) {
+      calls.push(['malformed JSON', { headers: { ...credential, 'content-type': 'application/json' }, payload: '{"a":' }]);
+      calls.push(['a text/plain body', { headers: { ...credential, 'content-type': 'text/plain' }, payload: 'hello' }]);
+    }
+    if (multipart) {
+      calls.push(['a truncated multipart body', { headers: { ...credential, 'content-type': 'multipart/form-data; boundary=x' }, payload: '--x\r\nContent-Disposition: form-data; name="a"\r\n\r\nb' }]);
+      calls.push(['a JSON body', { headers: credential, payload: {} }]);
+    }
+    for (const [how, options] of calls) {
+      const res = await app.inject({ method: method.toUpperCase() as InjectOptions['method'], url: url(), ...options });
+      found.push(...undeclared(doc, method, path, res, how));
+    }
+  }
+  assert.deepEqual(found, []);
+});
+
+test('downloads and streams declare their media types, uploads their form fields', async (t) => {
+  const app = await build(t);
+  const { paths } = (await app.inject({ url: '/openapi.json' })).json();
+  const types = (op: { responses: Record<string, { content?: object }> }, status: string) => Object.keys(op.responses[status]!.content ?? {}).sort();
+  assert.deepEqual(types(paths['/admin/usage/export'].get, '200'), ['text/csv']);
+  const table = ['application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', 'text/csv'];
+  assert.deepEqual(types(paths['/bulk/download/{job_id}'].get, '200'), table);
+  assert.deepEqual(types(paths['/bulk/jobs/{id}/download'].get, '200'), table);
+  assert.deepEqual(types(paths['/bulk/jobs/{id}/rows'].get, '200'), ['application/x-ndjson']);
+  assert.deepEqual(types(paths['/chat'].post, '200'), ['application/json', 'text/event-stream']);
+
+  for (const path of ['/bulk/submit', '/bulk/jobs']) {
+    const form = paths[path].post.requestBody.content['multipart/form-data'].schema;
+    assert.deepEqual(form.required, ['file', 'input_column', 'prompt_template'], path);
+    assert.deepEqual(Object.keys(form.properties).sort(), ['file', 'input_column', 'model', 'output_column', 'prompt_template'], path);
+    assert.equal(form.properties.output_column.default, 'AI_Result');
+    assert.match(form.properties.prompt_template.description, /\{text\}/);
+  }
+  assert.deepEqual(Object.keys(paths['/rag/upload'].post.requestBody.content['multipart/form-data'].schema.properties), ['file']);
+});
+
+test('sign-in, refresh and the deprecated invite declare what they answer; every answer declares the rate-limit headers', async (t) => {
+  const app = await build(t);
+  const doc = (await app.inject({ url: '/openapi.json' })).json();
+  const login = doc.paths['/auth/login'].post.responses['401'].description;
+  for (const code of ['invalid_credentials', 'mfa_required', 'mfa_invalid']) assert.match(login, new RegExp(code));
+  assert.match(doc.paths['/auth/refresh'].post.responses['401'].description, /token_invalid/);
+
+  const invite = doc.paths['/admin/users/invite'].post;
+  for (const status of ['201', '400', '422']) {
+    assert.deepEqual(invite.responses[status].headers.Deprecation, { $ref: '#/components/headers/Deprecation' }, status);
+    assert.deepEqual(invite.responses[status].headers.Sunset, { $ref: '#/components/headers/Sunset' }, status);
+    assert.deepEqual(invite.responses[status].headers.Link, { $ref: '#/components/headers/Successor-Link' }, status);
+  }
+  for (const name of ['Deprecation', 'Sunset', 'Successor-Link', 'RateLimit-Policy', 'RateLimit']) assert.ok(doc.components.headers[name], name);
+  for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, { headers: object }> }>>)) {
+    for (const [method, op] of Object.entries(methods)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        for (const header of ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-Service-Version']) {
+          assert.ok(header in response.headers, `${method} ${path} ${status} lacks ${header}`);
+        }
+      }
+    }
+  }
+});
+
+test('request and response schemas the spec names are components, referenced by their operations', async (t) => {
+  const app = await build(t);
+  const doc = (await app.inject({ url: '/openapi.json' })).json();
+  const body = (path: string, method: string) => doc.paths[path][method].requestBody.content['application/json'].schema.$ref;
+  const named: [string, string, string][] = [
+    ['UserPatchRequest', '/admin/users/{user_id}', 'patch'],
+    ['SuspendRequest', '/admin/users/{user_id}/suspend', 'post'],
+    ['InviteRequest', '/admin/users/invite', 'post'],
+    ['InvitationRequest', '/admin/invitations', 'post'],
+    ['BulkInvitationRequest', '/admin/invitations/bulk', 'post'],
+    ['CompanyPatchRequest', '/admin/companies/{company_id}', 'patch'],
+    ['CreditGrantRequest', '/admin/companies/{company_id}/credits/grant', 'post'],
+    ['CreditGrantRequest', '/admin/companies/{company_id}/credits/revoke', 'post'],
+    ['PlanChangeRequest', '/admin/billing/plan/change', 'post'],
+    ['TopupRequest', '/admin/billing/topup/checkout', 'post'],
+    ['ModelCreateRequest', '/admin/models', 'post'],
+    ['ModelPatchRequest', '/admin/models/{model_id}', 'patch'],
+    ['ApiKeyCreateRequest', '/admin/api-keys', 'post'],
+    ['PolicyPatchRequest', '/admin/security/policy', 'put'],
+    ['PolicyPatchRequest', '/admin/security/policy', 'patch'],
+  ];
+  for (const [name, path, method] of named) {
+    assert.equal(body(path, method), `#/components/schemas/${name}`, `${method} ${path}`);
+    assert.equal(doc.components.schemas[name].type, 'object', name);
+  }
+  assert.equal(doc.paths['/health'].get.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/HealthResponse');
+  assert.equal(doc.paths['/models'].get.responses['200'].content['application/json'].schema.items.$ref, '#/components/schemas/ModelItem');
+  assert.ok(doc.components.schemas.ModelItem.properties.display_name);
+});
