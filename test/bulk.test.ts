@@ -471,3 +471,23 @@ test('cancelling a job gives back the holds of its rows in flight even when the 
   await app.kernel.worker.drain();
   await assertLedgerAddsUp(app);
 });
+
+test('NUL and control characters in cells past the sniffed start reach neither the database nor the model: they become U+FFFD', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  // 70 KiB of clean rows first: the damaged cell lies past the first 64 KiB the upload is judged by.
+  const filler = Array.from({ length: 700 }, (_, i) => [`${'clean review '.repeat(7)}${i}`]);
+  const csv = Buffer.concat([makeCsv([['review'], ...filler]), Buffer.from('\nbad\u0000cell\u0007here\tand\u001btabs\n')]);
+  assert.ok(csv.indexOf(0) > 64 * 1024, 'the NUL lies past the sniffed start');
+  const res = await submit(app, keys.ownerA.key, csv, 'r.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const status = await finished(app, keys.ownerA.key, res.json().job_id as string);
+  assert.equal(status.status, 'completed');
+  const stored = await sql<{ cells: string }>(app, "select cells from bulk_rows where cells like '%cell%here%'");
+  assert.deepEqual(JSON.parse(stored[0]!.cells), ['bad\ufffdcell\ufffdhere\tand\ufffdtabs']);
+  const prompts = fake.seen.map((s) => s.messages.map((m) => m.content ?? '').join('\n'));
+  assert.ok(prompts.some((p) => p.includes('bad\ufffdcell\ufffdhere\tand\ufffdtabs')), 'the damaged row still ran, marked');
+  // eslint-disable-next-line no-control-regex -- looking for control characters
+  assert.ok(prompts.every((p) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(p)), 'no control character reached the model');
+});

@@ -23,6 +23,21 @@ export const MAX_COLUMNS = 500;
 /** Characters of one cell kept. */
 export const MAX_CELL_CHARS = 32_000;
 
+/** C0 controls but tab, line feed and carriage return, and DEL. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
+
+/**
+ * A cell as it is stored and sent to the model: at most MAX_CELL_CHARS, with
+ * NUL and the other control characters (tab and line breaks kept) as U+FFFD.
+ * The upload's first bytes decide that it is text at all (a NUL there is a
+ * binary file, 415); past them such a character is a damaged cell, shown as
+ * damaged rather than cut at, or passed to the model.
+ */
+function cell(text: string): string {
+  return text.replace(CONTROL, '\ufffd').slice(0, MAX_CELL_CHARS);
+}
+
 const unsupported = (what: string) => new AppError('unsupported_media_type', `${what}; bulk jobs take .xlsx or CSV`);
 const unreadable = (kind: string) => AppError.validation([{ loc: ['body', 'file'], msg: `not a readable ${kind} file`, type: 'file' }], `The file is not a readable ${kind} file`);
 
@@ -113,7 +128,7 @@ export async function* readTable(path: string, format: TableFormat): AsyncGenera
     try {
       for await (const record of parser as AsyncIterable<string[]>) {
         if (record.every((c) => c.trim() === '')) continue;
-        yield record.map((c) => c.slice(0, MAX_CELL_CHARS));
+        yield record.map(cell);
       }
     } catch (error) {
       if (error instanceof AppError) throw error;
@@ -127,7 +142,7 @@ export async function* readTable(path: string, format: TableFormat): AsyncGenera
       for await (const row of worksheet as AsyncIterable<ExcelJS.Row>) {
         const values = row.values as unknown[];
         const cells: string[] = [];
-        for (let i = 1; i < values.length; i++) cells.push(cellText(values[i]).slice(0, MAX_CELL_CHARS));
+        for (let i = 1; i < values.length; i++) cells.push(cell(cellText(values[i])));
         if (cells.every((c) => c.trim() === '')) continue;
         yield cells;
       }
