@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { buildSchema, createResolversMap, getMetadataStorage, type NonEmptyArray } from 'type-graphql';
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { parse, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+import { parse, type GraphQLFieldResolver, type GraphQLSchema, type GraphQLUnionType } from 'graphql';
 import type { AnyDomain, ApisOfList } from '../src/kernel/domain';
 import { DateTimeISO } from './date-time';
 import type { GraphQLContext } from './context';
@@ -110,9 +110,9 @@ export async function buildSubgraph(definition: SubgraphDefinition): Promise<Bui
 }
 
 /**
- * The most entity representations one `_entities` call resolves: far more
- * than a gateway's fetch for a page of results needs, and a bound on the
- * reads one request can ask for.
+ * The most entity representations one operation resolves, over all its
+ * `_entities` fields: far more than a gateway's fetch for a page of results
+ * needs, and a bound on the reads one request can ask for.
  */
 export const MAX_REPRESENTATIONS = 2000;
 
@@ -131,13 +131,23 @@ export function federatedSchema(subgraph: BuiltSubgraph): GraphQLSchema {
   const entities = schema.getQueryType()?.getFields()._entities;
   if (entities?.resolve) {
     const resolveEntities = entities.resolve as GraphQLFieldResolver<unknown, GraphQLContext>;
+    const entityTypes = new Set((schema.getType('_Entity') as GraphQLUnionType | undefined)?.getTypes().map((t) => t.name) ?? []);
+    // Representations asked for so far by one execution (each has its own variable values), over all its `_entities` fields.
+    const asked = new WeakMap<object, number>();
     entities.resolve = guarded((source, args: { representations?: unknown[] }, ctx, info) => {
-      // Each representation is a read (batched, MAX_BATCH keys a statement): a gateway's fetch is bounded like any operation.
-      const count = args.representations?.length ?? 0;
+      const representations = args.representations ?? [];
+      // Each representation is a read (batched, MAX_BATCH keys a statement): a gateway's fetch is bounded like any
+      // operation, aliases and fragments of `_entities` together.
+      const count = (asked.get(info.variableValues) ?? 0) + representations.length;
+      asked.set(info.variableValues, count);
       if (count > MAX_REPRESENTATIONS) {
         throw new AppError('query_too_complex', `The operation exceeds the limit on entity representations: ${count} > ${MAX_REPRESENTATIONS}`, {
           extra: { limit: 'representations', max: MAX_REPRESENTATIONS, actual: count },
         });
+      }
+      const odd = representations.findIndex((r) => typeof (r as { __typename?: unknown } | null)?.__typename !== 'string' || !entityTypes.has((r as { __typename: string }).__typename));
+      if (odd >= 0) {
+        throw new AppError('bad_request', `representations[${odd}] names no entity type of this subgraph (${[...entityTypes].join(', ')}) in __typename`);
       }
       return resolveEntities(source, args, ctx, info);
     }, {

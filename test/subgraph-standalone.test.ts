@@ -253,6 +253,32 @@ test('a standalone subgraph bounds what one request may ask: BODY_LIMIT_BYTES (4
   assert.equal(refused.errors[0]!.extensions.limit, 'representations');
   assert.equal(refused.errors[0]!.extensions.max, MAX_REPRESENTATIONS);
 
+  // The bound holds for the operation, aliases of `_entities` together.
+  const aliased = await fetch(identity.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ownerToken}` },
+    body: JSON.stringify({
+      query: `query ($reps: [_Any!]!) { a: _entities(representations: $reps) { ... on User { id } } b: _entities(representations: $reps) { ... on User { id } } }`,
+      variables: { reps: reps(1500) },
+    }),
+  });
+  const twice = (await aliased.json()) as { errors: { extensions: { code: string; limit: string } }[] };
+  assert.ok(twice.errors.some((e) => e.extensions.code === 'query_too_complex' && e.extensions.limit === 'representations'), JSON.stringify(twice.errors));
+
+  // A representation of no entity type of the subgraph is the client's mistake (400), never a 500.
+  for (const odd of [{ __typename: 'Nope', id: 'x' }, { id: 'x' }, { __typename: 5 }]) {
+    const res = (await (
+      await fetch(identity.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ownerToken}` },
+        body: JSON.stringify({ query: entities, variables: { reps: [odd] } }),
+      })
+    ).json()) as { errors?: unknown[] };
+    const error = res.errors?.[0] as { extensions: { code: string; http: { status: number } } } | undefined;
+    assert.equal(error?.extensions.code, 'bad_request', JSON.stringify(res));
+    assert.equal(error?.extensions.http.status, 400);
+  }
+
   // A member reads no coworker (as GET /v1/admin/users/{id} refuses them), only themselves.
   const asMember = await gql(identity.url, memberToken, entities, { reps: [{ __typename: 'User', id: owner }, { __typename: 'User', id: member }] });
   assert.deepEqual(asMember.data, { _entities: [null, { id: member, email: 'member@acme.test' }] });

@@ -84,6 +84,10 @@ test('graphql-transport-ws: a message that is not one closes 4400; subscribe bef
   noPayload.send({ type: 'subscribe', id: '1' });
   assert.equal((await noPayload.closed).code, 4400);
 
+  const badName = await acknowledged();
+  badName.send({ type: 'subscribe', id: '1', payload: { query: '{ me { role } }', operationName: 5 } });
+  assert.equal((await badName.closed).code, 4400);
+
   const early = await open();
   early.send({ type: 'subscribe', id: '1', payload: { query: 'subscription { auditEvents { action } }' } });
   assert.deepEqual(await early.closed, { code: 4401, reason: 'Unauthorized' });
@@ -121,11 +125,17 @@ test('a subscription document is validated before anything runs: unknown fields,
     ['subscription { companyJobProgress { kind } auditEvents { id action } }', undefined, /must select only one top level field/],
     ['subscription A { auditEvents { action } } subscription B { auditEvents { id } }', undefined, /several operations: name one in operationName/],
     ['subscription A { auditEvents { action } }', 'Missing', /no operation named Missing/],
+    // The spec's Single Root Field rule (graphql-js threw on the variable, and the socket closed).
+    ['subscription($s: Boolean!) { companyJobProgress @include(if: $s) { kind } }', undefined, /may not put @skip or @include on its root field/],
+    ['subscription { auditEvents @skip(if: true) { action } }', undefined, /may not put @skip or @include on its root field/],
+    ['subscription { ...Root } fragment Root on Subscription { auditEvents @include(if: false) { action } }', undefined, /may not put @skip or @include/],
+    // A query's validation failure names its reason, as POST /graphql does (mercurius said only "Graphql validation error").
+    ['{ me { rol } }', undefined, /Cannot query field "rol"/],
   ];
   let n = 0;
   for (const [query, operationName, message] of cases) {
     const id = `bad-${n++}`;
-    raw.send({ type: 'subscribe', id, payload: { query, ...(operationName ? { operationName } : {}) } });
+    raw.send({ type: 'subscribe', id, payload: { query, variables: { s: true }, ...(operationName ? { operationName } : {}) } });
     const error = await raw.next('error');
     assert.equal(error.id, id);
     const errors = error.payload as { message: string; extensions: { code: string; http: { status: number } } }[];

@@ -1,4 +1,4 @@
-import { GraphQLError, specifiedRules, validate, type GraphQLSchema } from 'graphql';
+import { GraphQLError, Kind, specifiedRules, validate, type DocumentNode, type GraphQLSchema, type SelectionSetNode } from 'graphql';
 import { AppError } from '../errors/catalog';
 import { toGraphQLError } from '../../subgraphs/errors';
 import type { OperationGate } from '../../subgraphs/policy/gate';
@@ -43,10 +43,11 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
  * - `subscribe` with the id of an operation still running: close 4409;
  * - a `subscribe` past MAX_OPERATIONS_PER_SOCKET running: an `error`
  *   message (429 rate_limited), and nothing runs;
- * - a subscription document is read by the gate (token cap, depth, cost)
- *   and validated against the schema as queries are: unknown fields, a
- *   second root field or an operation that cannot be chosen get an `error`
- *   message with each issue (400 bad_request), and nothing runs.
+ * - every document is read by the gate (token cap, depth, cost) and
+ *   validated against the schema as POST /graphql validates it: unknown
+ *   fields, a second root field of a subscription or @skip/@include on it,
+ *   an operation that cannot be chosen get an `error` message with each
+ *   issue (400 bad_request), and nothing runs.
  * Answers whether mercurius should handle the message.
  */
 export async function screenMessage(connection: ScreenedConnection, message: Buffer, isBinary: boolean): Promise<boolean> {
@@ -76,7 +77,14 @@ export async function screenMessage(connection: ScreenedConnection, message: Buf
     return true;
   }
   if (type !== 'subscribe') return true;
-  if (typeof id !== 'string' || id === '' || !isObject(payload) || typeof payload.query !== 'string') {
+  if (
+    typeof id !== 'string' ||
+    id === '' ||
+    !isObject(payload) ||
+    typeof payload.query !== 'string' ||
+    (payload.operationName !== undefined && payload.operationName !== null && typeof payload.operationName !== 'string') ||
+    (payload.variables !== undefined && payload.variables !== null && !isObject(payload.variables))
+  ) {
     return refuse(WS_CLOSE.invalidMessage, 'Invalid message received');
   }
   if (!connection.isReady) return refuse(WS_CLOSE.unauthorized, 'Unauthorized');
@@ -110,17 +118,46 @@ function documentErrors(connection: ScreenedConnection, query: string, operation
     const detail = operationName ? `The document has no operation named ${operationName}` : 'The document has several operations: name one in operationName';
     return [refusal(new AppError('bad_request', detail))];
   }
-  // Queries and mutations are validated by mercurius' own execution; subscriptions are not.
-  if (operation.kind !== 'subscription') return [];
+  // Mercurius runs subscriptions unvalidated, and answers a query's validation failure without its reasons:
+  // every document is validated here, as POST /graphql validates it.
   let errors = validated.get(query);
   if (!errors) {
-    errors = validate(graphql.schema, read.document, specifiedRules, { maxErrors: 100 });
+    errors = validation(graphql.schema, read.document);
     if (query.length <= MAX_VALIDATED_TEXT) {
       if (validated.size >= MAX_VALIDATED) validated.clear();
       validated.set(query, errors);
     }
   }
   return errors;
+}
+
+function validation(schema: GraphQLSchema, document: DocumentNode): readonly GraphQLError[] {
+  // The spec's Single Root Field rule: a subscription's root field is never left to @skip or @include
+  // (graphql-js 16 evaluates them while validating, and throws on a variable).
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.OPERATION_DEFINITION && definition.operation === 'subscription' && conditionalRoot(document, definition.selectionSet, new Set())) {
+      return [refusal(new AppError('bad_request', 'A subscription may not put @skip or @include on its root field'))];
+    }
+  }
+  try {
+    return validate(schema, document, specifiedRules, { maxErrors: 100 });
+  } catch (error) {
+    return [refusal(new AppError('bad_request', (error as Error).message))];
+  }
+}
+
+/** Whether a root selection (through inline fragments and fragment spreads) carries @skip or @include. */
+function conditionalRoot(document: DocumentNode, set: SelectionSetNode, seen: Set<string>): boolean {
+  for (const selection of set.selections) {
+    if (selection.directives?.some((d) => d.name.value === 'skip' || d.name.value === 'include')) return true;
+    if (selection.kind === Kind.INLINE_FRAGMENT && conditionalRoot(document, selection.selectionSet, seen)) return true;
+    if (selection.kind === Kind.FRAGMENT_SPREAD && !seen.has(selection.name.value)) {
+      seen.add(selection.name.value);
+      const fragment = document.definitions.find((d) => d.kind === Kind.FRAGMENT_DEFINITION && d.name.value === selection.name.value);
+      if (fragment?.kind === Kind.FRAGMENT_DEFINITION && conditionalRoot(document, fragment.selectionSet, seen)) return true;
+    }
+  }
+  return false;
 }
 
 const refusal = (error: AppError) => new GraphQLError(error.message, { originalError: error });

@@ -374,24 +374,20 @@ export class LedgerService {
       prefix,
       upper,
     );
-    let released = 0;
-    for (const { id } of held) {
-      const hold = await this.release(id).catch((error: unknown) => {
-        if (error instanceof AppError && error.code === 'hold_settled') return null;
-        throw error;
-      });
-      if (hold) released++;
-    }
-    return released;
+    return this.releaseEach(held);
   }
 
   /** Releases holds past their timeout (their operation crashed or hung); the `billing.hold_expiry` job. */
   async releaseExpiredHolds(now = new Date()): Promise<number> {
     const due = this.reads.all<{ id: string }>("select id from credit_holds where status = 'held' and expires_at <= ? order by expires_at limit 500", +now);
+    return this.releaseEach(due);
+  }
+
+  /** Releases each hold still held; one committed meanwhile has nothing to release. Answers how many were released. */
+  private async releaseEach(holds: readonly { id: string }[]): Promise<number> {
     let released = 0;
-    for (const { id } of due) {
+    for (const { id } of holds) {
       const hold = await this.release(id).catch((error: unknown) => {
-        // Committed meanwhile: nothing to release.
         if (error instanceof AppError && error.code === 'hold_settled') return null;
         throw error;
       });
