@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { errorCatalog } from '../src/domains';
 import { CURRENT_API_VERSION, SUPPORTED_API_VERSIONS } from '../src/version';
-import type { JsonSchema } from './route';
+import type { JsonSchema, RawRoute } from './route';
 import type { CompiledRoute } from './compile';
 import { httpValidationErrorSchema, problemSchema, validationErrorSchema } from './schemas';
 import { MAX_PARAM_LENGTH } from '../src/host/errors';
@@ -81,7 +81,7 @@ function hostProblems(compiled: CompiledRoute): Map<number, string[]> {
   return out;
 }
 
-const isMultipart = (route: CompiledRoute['route']) => 'multipart' in route && route.multipart !== undefined;
+const isMultipart = (route: CompiledRoute['route']): route is RawRoute & { multipart: JsonSchema } => 'multipart' in route && route.multipart !== undefined;
 
 /** The success answer's content by media type: a raw route's own (a download, a stream), else its JSON body. */
 function successContent(compiled: CompiledRoute): Record<string, { schema: JsonSchema }> | undefined {
@@ -153,7 +153,7 @@ function operation(compiled: CompiledRoute, bodyRef: BodyRef): JsonSchema {
     security: auth !== 'required' ? [] : route.credential === 'module_key' ? [{ moduleKey: [] }] : [{ bearer: [] }, { cookie: [] }],
     parameters: parameters(compiled),
     ...(request.body ? { requestBody: { required: true, content: { 'application/json': { schema: bodyRef(request.body) } } } } : {}),
-    ...('multipart' in route && route.multipart
+    ...(isMultipart(route)
       ? { requestBody: { required: true, content: { 'multipart/form-data': { schema: route.multipart } } } }
       : {}),
     responses,
