@@ -1,6 +1,8 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { createClient } from 'graphql-ws';
@@ -58,6 +60,29 @@ test('reusing a session_id brings its history to the model; another user with th
   await call(app, keys.ownerB.key, 'POST', '/v1/chat', ask('Who am I?'));
   assert.deepEqual(fake.seen[2]!.messages.map((m) => m.role), ['system', 'user']);
   assert.deepEqual(fake.seen[3]!.messages.map((m) => m.role), ['system', 'user']);
+});
+
+test('chat history written by another process reaches the next call (the cached history follows the session revision)', async (t) => {
+  const fake = await fakeOpenAi(t);
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  assert.equal((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('first'))).statusCode, 200);
+  assert.equal((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('second'))).statusCode, 200);
+  // Another process adds an exchange to the session, as this one would: a message and the session's next revision.
+  const other = new Database(app.config.databaseFile);
+  t.after(() => other.close());
+  const session = other.prepare("select id, revision from chat_sessions where key = 'conv-1'").get() as { id: string; revision: number };
+  assert.equal(session.revision, 2);
+  other.prepare("insert into chat_messages (id, session_id, role, content, tokens, created_at) values (?, ?, 'user', 'from elsewhere', 3, ?)").run(randomUUID(), session.id, Date.now() + 1000);
+  other.prepare('update chat_sessions set revision = revision + 1 where id = ?').run(session.id);
+  assert.equal((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('third'))).statusCode, 200);
+  assert.deepEqual(
+    fake.seen.at(-1)!.messages.slice(1).map((m) => m.content),
+    ['first', 'You said: first', 'second', 'You said: second', 'from elsewhere', 'third'],
+  );
+  // This process's own exchange extends the history it read, in order.
+  assert.equal((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('fourth'))).statusCode, 200);
+  assert.deepEqual(fake.seen.at(-1)!.messages.slice(-3).map((m) => m.content), ['third', 'You said: third', 'fourth']);
 });
 
 test('history is trimmed to what the model\'s context holds, newest turns kept', async (t) => {

@@ -9,7 +9,7 @@ import { Company, User } from '../identity';
 @Entity({ tableName: 'chat_sessions' })
 @Unique({ properties: ['user', 'key'] })
 export class ChatSession {
-  [OptionalProps]?: 'id' | 'createdAt' | 'updatedAt';
+  [OptionalProps]?: 'id' | 'createdAt' | 'updatedAt' | 'revision';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -27,6 +27,10 @@ export class ChatSession {
 
   @Property({ type: 'string', length: 32 })
   agent!: string;
+
+  /** Bumped by every write of the session's history: a cached history of another revision is stale. */
+  @Property({ type: 'integer', default: 0 })
+  revision: number = 0;
 
   @Property({ type: DateTimeType })
   createdAt: Date = new Date();

@@ -9,7 +9,7 @@ import type { AiConfig } from './config';
 import { creditsFor, type ModuleCredits } from './credits';
 import { estimatePromptTokens, estimateTokens, type AiEngine, type Message } from './engine';
 import type { SearchResult, WebSearch } from './web-search';
-import type { ChatRole } from './chat-message.entity';
+import { ChatHistoryCache, type Turn } from './chat-history';
 
 export const chatAgents = ['general', 'legal', 'marketing', 'developer', 'analyst', 'copywriter', 'telecom'] as const;
 export type ChatAgent = (typeof chatAgents)[number];
@@ -58,6 +58,8 @@ export interface ChatStreamHooks {
  * and spends what the provider reports used.
  */
 export class ChatService {
+  private readonly histories = new ChatHistoryCache(HISTORY_TURNS_MAX);
+
   constructor(
     // History is read and written with prepared statements (the read store, the writer): through the
     // ORM they cost about 6 ms of a chat call's overhead (bench/README.md).
@@ -110,9 +112,9 @@ export class ChatService {
     for (const turn of history) {
       room -= turn.tokens + 4;
       if (room < 0) break;
-      kept.unshift({ role: turn.role, content: turn.content });
+      kept.push({ role: turn.role, content: turn.content });
     }
-    messages.push(...kept, { role: 'user', content: input.message });
+    messages.push(...kept.reverse(), { role: 'user', content: input.message });
     // The provider's tokenizer may count the prompt higher than the estimate: hold half as much again.
     const most = Math.ceil(estimatePromptTokens(messages) * 1.5) + maxTokens;
 
@@ -136,26 +138,29 @@ export class ChatService {
   }
 
   /** The session's turns, newest first (at most HISTORY_TURNS_MAX). */
-  private history(caller: ModuleCaller, key: string): { role: ChatRole; content: string; tokens: number }[] {
-    return this.reads.all(
-      `select m.role, m.content, m.tokens from chat_messages m join chat_sessions s on s.id = m.session_id
-        where s.user_id = ? and s.key = ? order by m.created_at desc, m.id desc limit ?`,
-      caller.userId,
-      key,
-      HISTORY_TURNS_MAX,
+  private history(caller: ModuleCaller, key: string): readonly Turn[] {
+    const session = this.reads.get<{ id: string; revision: number }>('select id, revision from chat_sessions where user_id = ? and key = ?', caller.userId, key);
+    if (!session) return [];
+    return this.histories.get(session.id, session.revision, () =>
+      this.reads.all<Turn>(
+        'select role, content, tokens from chat_messages where session_id = ? order by created_at desc, id desc limit ?',
+        session.id,
+        HISTORY_TURNS_MAX,
+      ),
     );
   }
 
   /** Stores a finished exchange in the user's session (created on its first exchange), in one transaction. */
-  private async remember(caller: ModuleCaller, key: string, agent: ChatAgent, turns: { role: ChatRole; content: string; tokens: number }[]): Promise<void> {
+  private async remember(caller: ModuleCaller, key: string, agent: ChatAgent, turns: Turn[]): Promise<void> {
     const now = Date.now();
     await this.writer.write((sql) => {
-      const existing = sql.get<{ id: string }>('select id from chat_sessions where user_id = ? and key = ?', caller.userId, key);
+      const existing = sql.get<{ id: string; revision: number }>('select id, revision from chat_sessions where user_id = ? and key = ?', caller.userId, key);
       const sessionId = existing?.id ?? randomUUID();
-      if (existing) sql.run('update chat_sessions set agent = ?, updated_at = ? where id = ?', agent, now, sessionId);
+      const from = existing?.revision ?? 0;
+      if (existing) sql.run('update chat_sessions set agent = ?, updated_at = ?, revision = ? where id = ?', agent, now, from + 1, sessionId);
       else {
         sql.run(
-          'insert into chat_sessions (id, company_id, user_id, key, agent, created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?)',
+          'insert into chat_sessions (id, company_id, user_id, key, agent, created_at, updated_at, revision) values (?, ?, ?, ?, ?, ?, ?, ?)',
           sessionId,
           caller.companyId,
           caller.userId,
@@ -163,12 +168,14 @@ export class ChatService {
           agent,
           now,
           now,
+          from + 1,
         );
       }
       // Distinct times keep the order of a turn's two messages.
       turns.forEach((turn, i) =>
         sql.run('insert into chat_messages (id, session_id, role, content, tokens, created_at) values (?, ?, ?, ?, ?, ?)', randomUUID(), sessionId, turn.role, turn.content, turn.tokens, now + i),
       );
+      sql.afterCommit(() => this.histories.appended(sessionId, from, from + 1, [...turns].reverse()));
     });
   }
 }
