@@ -14,6 +14,8 @@ export interface SyncSql {
   readonly changes: number;
 }
 
+type Outcome = { ok: true; value: unknown; hooks: (() => void)[] } | { ok: false; error: unknown };
+
 interface Pending {
   fn: (sql: SyncSql) => unknown;
   resolve: (value: unknown) => void;
@@ -39,6 +41,7 @@ interface Pending {
  */
 export class SqliteWriter {
   private readonly statements = new WeakMap<Database.Database, Map<string, Database.Statement>>();
+  private readonly runners = new WeakMap<Database.Database, Database.Transaction<(batch: Pending[], outcomes: Outcome[]) => void>>();
   private readonly wrappers = new WeakMap<Database.Database, (fn: (sql: SyncSql) => unknown, sql: SyncSql) => unknown>();
   private readonly queue: Pending[] = [];
   private flushing = false;
@@ -87,21 +90,12 @@ export class SqliteWriter {
         // One turn of the event loop first: callers answered by the last batch queue their next write meanwhile.
         await new Promise((resolve) => setImmediate(resolve));
         const batch = this.queue.splice(0);
-        const outcomes: ({ ok: true; value: unknown; hooks: (() => void)[] } | { ok: false; error: unknown })[] = [];
+        const outcomes: Outcome[] = [];
         try {
-          db.transaction(() => {
-            for (const item of batch) {
-              const hooks: (() => void)[] = [];
-              try {
-                outcomes.push({ ok: true, value: this.savepoint(db)(item.fn, this.sql(db, hooks)), hooks });
-              } catch (error) {
-                outcomes.push({ ok: false, error });
-              }
-            }
-          }).immediate();
+          this.batchRunner(db).immediate(batch, outcomes);
         } catch (error) {
           // The transaction itself failed (the lock was not to be had, the commit failed): nothing of it was written.
-          outcomes.splice(0, outcomes.length, ...batch.map(() => ({ ok: false as const, error })));
+          outcomes.splice(0, outcomes.length, ...batch.map((): Outcome => ({ ok: false, error })));
         } finally {
           await client.releaseConnection(db);
         }
@@ -121,6 +115,25 @@ export class SqliteWriter {
     } finally {
       this.flushing = false;
     }
+  }
+
+  /** The group commit's transaction: each queued write in a savepoint of its own. One per connection (building one costs ~12 µs). */
+  private batchRunner(db: Database.Database): Database.Transaction<(batch: Pending[], outcomes: Outcome[]) => void> {
+    let runner = this.runners.get(db);
+    if (!runner) {
+      runner = db.transaction((batch: Pending[], outcomes: Outcome[]) => {
+        for (const item of batch) {
+          const hooks: (() => void)[] = [];
+          try {
+            outcomes.push({ ok: true, value: this.savepoint(db)(item.fn, this.sql(db, hooks)), hooks });
+          } catch (error) {
+            outcomes.push({ ok: false, error });
+          }
+        }
+      });
+      this.runners.set(db, runner);
+    }
+    return runner;
   }
 
   /** `fn(sql)` in a savepoint of the open transaction (better-sqlite3 nests its transactions so); one wrapper per connection. */
