@@ -428,6 +428,29 @@ test('a company policy change reaches open sockets: an allow-list that leaves th
   assert.deepEqual(keyClosed[0], { code: 4403, reason: 'ip_not_allowed' });
 });
 
+test('a company key\'s socket closes (4401 token_invalid) once the key passes the policy\'s maximum age, with no policy change meanwhile', async (t) => {
+  const { app, connect } = await listeningApp(t);
+  const owner = await seedOwner(app);
+  const ownerToken = (await login(app, owner.email)).access_token;
+  const patched = await app.inject({ method: 'PATCH', url: '/v1/admin/security/policy', headers: { authorization: `Bearer ${ownerToken}` }, payload: { api_key_max_age_days: 1 } });
+  assert.equal(patched.statusCode, 200, patched.body);
+  // A key two seconds short of a day old when the socket opens.
+  const key = await createCompanyKey(app, owner.companyId);
+  const other = new Database(app.config.databaseFile);
+  t.after(() => other.close());
+  other.pragma('busy_timeout = 5000');
+  other.prepare('update api_keys set created_at = ? where id = ?').run(Date.now() - 86_400_000 + 2000, key.id);
+  const closed: { code: number; reason: string }[] = [];
+  const client = connect(`Bearer ${key.key}`, closed);
+  collect<AuditEventData>(client, AUDIT_EVENTS);
+  await until(() => auditListeners(app) === 1, 'the subscription to attach');
+  assert.deepEqual(closed, []);
+  await until(() => closed.length === 1, 'the socket to close once the key is too old', 2000 + SOCKET_RECHECK_MS + 2000);
+  assert.deepEqual(closed[0], { code: 4401, reason: 'token_invalid' });
+  const http = await app.inject({ method: 'GET', url: '/v1/admin/security/policy', headers: { authorization: `Bearer ${key.key}` } });
+  assert.equal(http.statusCode, 401, 'HTTP refuses the same key');
+});
+
 test('each operation over a socket spends a request of the caller\'s budget, as an HTTP request does (429 when spent)', async (t) => {
   const { app, connect } = await listeningApp(t, {
     rateLimit: { windowSeconds: 60, authenticated: 3, moduleKey: 10_000, anonymous: 1000, auth: 1000, feedback: 1000 },

@@ -30,6 +30,8 @@ export interface ApiKeyPrincipal {
   /** Company keys act as an admin of their company, without a user. */
   role: 'admin';
   name: string;
+  /** When the key was created (ms since the epoch): a company policy's maximum key age is judged from it, on sockets too. */
+  createdAt: number;
 }
 
 /** What an AI-modules key may be used for; a key carries some of them (all six by default). */

@@ -165,7 +165,8 @@ interface LiveSocket {
 
 /**
  * Whether a socket may still run anything: a socket outlives neither its
- * access token (401 token_expired) nor its company's consent (403
+ * access token (401 token_expired), nor its company key's maximum age (401
+ * token_invalid), nor its company's consent (403
  * ip_not_allowed after an allow-list change, mfa_enrollment_required after
  * MFA became required), as an HTTP request with the same credential would
  * be refused. Synchronous unless a policy must be read.
@@ -180,9 +181,10 @@ function rejudge(access: AccessService, live: LiveSocket): AppError | null | Pro
   return isPromise(verdict) ? verdict.then(apply) : apply(verdict);
 }
 
-/** Closes a socket that may run nothing more: 4401 when its token expired (the client signs in again), else 4403 with the reason. */
+/** Closes a socket that may run nothing more: 4401 when its credential no longer holds (a token expired, a key too old), else 4403 with the reason. */
 function closeRefused(live: LiveSocket, refusal: AppError): void {
-  if (live.socket.readyState === 1) live.socket.close(refusal.code === 'token_expired' ? 4401 : 4403, refusal.code);
+  const credentialEnded = refusal.code === 'token_expired' || refusal.code === 'token_invalid';
+  if (live.socket.readyState === 1) live.socket.close(credentialEnded ? 4401 : 4403, refusal.code);
 }
 
 export const graphqlPlugin = fp<{ supergraph: Supergraph }>(

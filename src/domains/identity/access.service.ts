@@ -3,7 +3,7 @@ import { AppError, isAppError } from '../../errors/catalog';
 import { moduleKeyOutsideModules } from '../../auth/policy';
 import type { AuthService } from './auth.service';
 import type { SessionCookieService } from './session-cookie.service';
-import { ipRefusal, type CompiledPolicy, type SecurityPolicyEnforcer } from './security-policy.enforcer';
+import { ipRefusal, keyAgeRefusal, type CompiledPolicy, type SecurityPolicyEnforcer } from './security-policy.enforcer';
 
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
 
@@ -57,15 +57,20 @@ export class AccessService {
   }
 
   /**
-   * Why a socket opened by `principal` from `ip` may no longer run anything
-   * because its company's policy changed since it was checked (`checked`:
-   * the policy version it was last judged by): 403 ip_not_allowed or
-   * mfa_enrollment_required, else null, with the version judged by now.
-   * Nothing to judge while the version is the same (the sweep over every
-   * open socket stays cheap); synchronous while the policy is cached.
+   * Why a socket opened by `principal` from `ip` may no longer run anything:
+   * a company key past the policy's maximum age (401 token_invalid, judged
+   * every time: keys age without a policy change), or a policy changed since
+   * it was checked (`checked`: the policy version it was last judged by),
+   * 403 ip_not_allowed or mfa_enrollment_required; else null, with the
+   * version judged by now. Nothing more to judge while the version is the
+   * same (the sweep over every open socket stays cheap); synchronous while
+   * the policy is cached.
    */
   socketRecheck(principal: UserPrincipal | ApiKeyPrincipal, ip: string, checked: number): Resolved<{ refusal: AppError | null; version: number }> {
     const judge = (policy: CompiledPolicy): Resolved<{ refusal: AppError | null; version: number }> => {
+      // A key ages without any change of policy: judged every time, as each HTTP request with it is.
+      const aged = principal.kind === 'api_key' ? keyAgeRefusal(policy, principal.createdAt, Date.now()) : null;
+      if (aged) return { refusal: aged, version: policy.version };
       if (policy.version === checked) return { refusal: null, version: checked };
       const refusal = ipRefusal(policy, ip);
       if (refusal || principal.kind !== 'user') return { refusal, version: policy.version };

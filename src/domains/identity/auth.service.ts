@@ -329,7 +329,7 @@ export class AuthService {
         scopes: parseScopes(apiKey.scopes),
       };
     } else {
-      principal = { kind: 'api_key', keyId: apiKey.id, companyId: apiKey.company.id, role: 'admin', name: apiKey.name };
+      principal = { kind: 'api_key', keyId: apiKey.id, companyId: apiKey.company.id, role: 'admin', name: apiKey.name, createdAt: apiKey.createdAt.getTime() };
     }
     await this.policies.checkKeyAge(principal.companyId, apiKey.createdAt.getTime(), now);
     this.keys.set(keyHash, { value: principal, until: now + CACHE_MS, stamp: apiKey.createdAt.getTime() });
