@@ -451,6 +451,35 @@ test('a company key\'s socket closes (4401 token_invalid) once the key passes th
   assert.equal(http.statusCode, 401, 'HTTP refuses the same key');
 });
 
+test('a session or key ended by another process closes its sockets (4401) within SOCKET_REAUTHENTICATE_SECONDS; other sessions stay open', async (t) => {
+  const { app, connect } = await listeningApp(t, { socketReauthenticateSeconds: 1 });
+  const owner = await seedOwner(app);
+  const first = (await login(app, owner.email)).access_token;
+  const second = (await login(app, owner.email)).access_token;
+  const key = await createCompanyKey(app, owner.companyId);
+  const closedFirst: { code: number; reason: string }[] = [];
+  const closedSecond: { code: number; reason: string }[] = [];
+  const closedKey: { code: number; reason: string }[] = [];
+  collect<AuditEventData>(connect(`Bearer ${first}`, closedFirst), AUDIT_EVENTS);
+  collect<AuditEventData>(connect(`Bearer ${second}`, closedSecond), AUDIT_EVENTS);
+  collect<AuditEventData>(connect(`Bearer ${key.key}`, closedKey), AUDIT_EVENTS);
+  await until(() => auditListeners(app) === 3, 'the subscriptions to attach');
+  // Another process (the CLI, a standalone identity subgraph) ends the first session and the key: no event reaches this one.
+  const firstSession = (await app.inject({ method: 'GET', url: '/v1/me/sessions', headers: { authorization: `Bearer ${first}` } })).json() as { items?: { id: string; current: boolean }[] } | { id: string; current: boolean }[];
+  const items = Array.isArray(firstSession) ? firstSession : (firstSession.items ?? []);
+  const current = items.find((s) => s.current);
+  assert.ok(current, 'the first token names its session');
+  const other = new Database(app.config.databaseFile);
+  t.after(() => other.close());
+  other.pragma('busy_timeout = 5000');
+  other.prepare("update sessions set revoked_at = ?, revoked_reason = 'elsewhere' where id = ?").run(Date.now(), current.id);
+  other.prepare('update api_keys set revoked_at = ? where id = ?').run(Date.now(), key.id);
+  await until(() => closedFirst.length === 1 && closedKey.length === 1, 'both sockets to close', 1000 + SOCKET_RECHECK_MS + 3000);
+  assert.deepEqual(closedFirst[0], { code: 4401, reason: 'token_invalid' });
+  assert.deepEqual(closedKey[0], { code: 4401, reason: 'token_invalid' });
+  assert.deepEqual(closedSecond, []);
+});
+
 test('each operation over a socket spends a request of the caller\'s budget, as an HTTP request does (429 when spent)', async (t) => {
   const { app, connect } = await listeningApp(t, {
     rateLimit: { windowSeconds: 60, authenticated: 3, moduleKey: 10_000, anonymous: 1000, auth: 1000, feedback: 1000 },

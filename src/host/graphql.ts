@@ -208,7 +208,29 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       }
     }, SOCKET_RECHECK_MS);
     sweep.unref();
-    app.addHook('onClose', async () => clearInterval(sweep));
+    // Sessions and keys ended by this process close their sockets at once (closeWhenCredentialEnds);
+    // ended by another process (a standalone subgraph, the CLI), within SOCKET_REAUTHENTICATE_SECONDS.
+    let reading = false;
+    const reauthenticate = setInterval(() => {
+      if (reading || liveSockets.size === 0) return;
+      reading = true;
+      const open = [...liveSockets];
+      access
+        .endedCredentials(open.map((live) => live.principal))
+        .then((ended) => {
+          for (const live of open) {
+            const refusal = ended.get(live.principal);
+            if (refusal) closeRefused(live, refusal);
+          }
+        })
+        .catch((error: unknown) => app.log.error({ err: error }, 'socket credential check failed'))
+        .finally(() => (reading = false));
+    }, app.config.socketReauthenticateSeconds * 1000);
+    reauthenticate.unref();
+    app.addHook('onClose', async () => {
+      clearInterval(sweep);
+      clearInterval(reauthenticate);
+    });
 
     // GraphQL over HTTP is read and admitted by the policy layer before mercurius
     // runs anything: a document that is not GraphQL or passes a cap is a 400, a

@@ -32,6 +32,8 @@ export interface KernelConfig {
   rateLimit: RateLimitConfig;
   /** What one GraphQL operation may ask, on every transport (subgraphs/policy/limits.ts). */
   graphql: GraphqlLimitsConfig;
+  /** How often open sockets' sessions and keys are read again, for revocations another process made. */
+  socketReauthenticateSeconds: number;
   /** Run migrations on start (the default; the CLI and tests rely on it). */
   migrate: boolean;
   /** SMTP server for outgoing mail (smtp:// or smtps:// URL); unset keeps mail in the outbox table only. */
@@ -169,6 +171,7 @@ export function loadKernelConfig(env: Env): KernelConfig {
       maxCost: int(env, 'GRAPHQL_MAX_COST', 5000, 10),
       introspection: oneOf(env, 'GRAPHQL_INTROSPECTION', introspectionAccess, 'authenticated'),
     },
+    socketReauthenticateSeconds: int(env, 'SOCKET_REAUTHENTICATE_SECONDS', 30, 1),
     migrate: true,
     smtpUrl: smtpUrl(env),
     mailFrom: mailFrom(env),

@@ -82,6 +82,11 @@ export class AccessService {
     return cached ? judge(cached) : this.policies.policyOf(principal.companyId).then(judge);
   }
 
+  /** Open sockets whose credential another process ended (see AuthService.endedCredentials), each with its 401 problem. */
+  endedCredentials<P extends UserPrincipal | ApiKeyPrincipal>(principals: readonly P[]): Promise<Map<P, AppError>> {
+    return this.auth.endedCredentials(principals);
+  }
+
   /** When an access token stops being valid (ms), to close a socket opened with it then; null for a credential that does not expire by itself (keys, the session cookie). */
   expiresAt(authorization: string | undefined): number | null {
     const match = authorization ? BEARER.exec(authorization) : null;

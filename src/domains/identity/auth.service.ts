@@ -255,6 +255,41 @@ export class AuthService {
     return this.policies.cachedPolicy(companyId);
   }
 
+  /**
+   * Which of these open sockets' credentials no longer hold, read afresh from
+   * the database (another process may have ended them): a session revoked or
+   * expired, its user no longer active or of another role or email, a key
+   * revoked. Answers each ended one with its 401 problem. Unlike
+   * authenticate() it has no effects: it neither marks a session active nor
+   * ends an idle one. A few reads for any number of sockets.
+   */
+  async endedCredentials<P extends UserPrincipal | ApiKeyPrincipal>(principals: readonly P[]): Promise<Map<P, AppError>> {
+    const ended = new Map<P, AppError>();
+    const em = this.orm.em.fork();
+    const now = Date.now();
+    const users = principals.filter((p): p is P & UserPrincipal => p.kind === 'user');
+    const keys = principals.filter((p): p is P & ApiKeyPrincipal => p.kind === 'api_key');
+    const sessions = new Map<string, Session>();
+    for (const ids of chunks([...new Set(users.map((p) => p.sessionId))], 500)) {
+      for (const session of await em.find(Session, { id: { $in: ids } }, { populate: ['user'] })) sessions.set(session.id, session);
+    }
+    for (const p of users) {
+      const session = sessions.get(p.sessionId);
+      const user = session?.user;
+      if (!session || session.revokedAt !== null || session.expiresAt.getTime() <= now) {
+        ended.set(p, new AppError('token_invalid', 'The session has ended'));
+      } else if (!user || user.status !== 'active' || user.role !== p.role || user.email !== p.email || user.isSuperadmin !== p.isSuperadmin) {
+        ended.set(p, new AppError('token_invalid', "The account's access changed; sign in again"));
+      }
+    }
+    const live = new Set<string>();
+    for (const ids of chunks([...new Set(keys.map((p) => p.keyId))], 500)) {
+      for (const key of await em.find(ApiKey, { id: { $in: ids }, revokedAt: null })) live.add(key.id);
+    }
+    for (const p of keys) if (!live.has(p.keyId)) ended.set(p, new AppError('token_invalid', 'The API key is invalid or has been revoked'));
+    return ended;
+  }
+
   /** Resolves a Bearer credential (access token or company key) to a principal, or throws. */
   async authenticate(credential: string): Promise<UserPrincipal | ApiKeyPrincipal | ModuleKeyPrincipal> {
     const fast = this.cachedPrincipal(credential);
@@ -393,4 +428,10 @@ export class AuthService {
 export function parseScopes(stored: string | null): ModuleScope[] {
   const names = (stored ?? '').split(',');
   return moduleScopes.filter((scope) => names.includes(scope));
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }
