@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Orm } from '../../db/orm';
 import type { SqliteWriter, SyncSql } from '../../db/sqlite-writer';
 import { currentEm, transaction } from '../../db/unit-of-work';
@@ -268,7 +267,9 @@ export class LedgerService {
       const monthly = Math.min(account!.monthly, r.credits);
       const granted = Math.min(account!.granted, r.credits - monthly);
       const purchased = r.credits - monthly - granted;
-      const id = randomUUID();
+      // Time-ordered, as entry ids are: each new hold (and its commit entry's key) lands at the end of its indexes
+      // instead of on a random page, which a commit would write out.
+      const id = uuidv7(now);
       const expiresAt = now + (r.timeoutSeconds ?? this.options.holdTimeoutSeconds) * 1000;
       sql.run(
         `insert into credit_holds (id, company_id, idempotency_key, credits, monthly, granted, purchased, period_key, status,
@@ -326,7 +327,7 @@ export class LedgerService {
       sql.run(
         `insert into usage_records (id, company_id, user_id, api_key_id, model, feature, credits, tokens, cost_micros, hold_id, created_at)
          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        randomUUID(),
+        uuidv7(now),
         row.company_id,
         row.user_id,
         row.api_key_id,
