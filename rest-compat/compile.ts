@@ -1,9 +1,11 @@
-import { getNullableType, GraphQLNonNull, isNonNullType, type GraphQLField, type GraphQLInputType, type GraphQLSchema } from 'graphql';
+import { getNullableType, GraphQLNonNull, isNonNullType, parse, type GraphQLField, type GraphQLInputType, type GraphQLSchema } from 'graphql';
 import type { FastifyRequest } from 'fastify';
 import { fieldPolicy, type FieldPolicy } from '../subgraphs/policy/access';
 import { compileRestMapper, fieldOutputPlan, fullSelection, inputSchema, toGraphQLInput, type JsonSchema } from './shapes';
 import { isRawRoute, type ArgSource, type GraphQLRoute, type RestRoute } from './route';
 import { restArgHints, type RestHints } from '../subgraphs/rest';
+import { OperationMeter } from '../subgraphs/policy/limits';
+import { UNSCHEDULED_COST } from '../subgraphs/policy/scheduler';
 
 /** Bounds live on the field (`@RestArgs`), where GraphQL enforces them too; a route's hints only say how REST spells and documents a value. */
 const FIELD_ONLY_HINTS = ['minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems', 'pattern'] as const;
@@ -25,11 +27,18 @@ export interface CompiledRoute {
     body(value: unknown): unknown;
     /** The root field whose value is the answer. */
     field: string;
+    /**
+     * Whether the operation can be heavy enough to take its turn with other heavier operations (a page
+     * size counted at its most), and so answer 503 server_busy when too many are waiting.
+     */
+    mayWait: boolean;
   };
 }
 
 /** Compiles every route against the served schema; a route that does not fit it stops the server. */
 export function compileRoutes(schema: GraphQLSchema, routes: readonly RestRoute[]): CompiledRoute[] {
+  // Measures only (no caps): what an operation may cost, as the gate will count it.
+  const meter = new OperationMeter(schema, { maxTokens: Infinity, maxDepth: Infinity, maxAliases: Infinity, maxRootFields: Infinity, maxCost: Infinity });
   return routes.map((route) => {
     try {
       return isRawRoute(route)
@@ -39,14 +48,14 @@ export function compileRoutes(schema: GraphQLSchema, routes: readonly RestRoute[
             request: route.request ?? {},
             response: route.response,
           }
-        : compileGraphQLRoute(schema, route);
+        : compileGraphQLRoute(schema, meter, route);
     } catch (error) {
       throw new Error(`REST route ${route.method} ${route.path}: ${(error as Error).message}`, { cause: error });
     }
   });
 }
 
-function compileGraphQLRoute(schema: GraphQLSchema, route: GraphQLRoute): CompiledRoute {
+function compileGraphQLRoute(schema: GraphQLSchema, meter: OperationMeter, route: GraphQLRoute): CompiledRoute {
   const { operation, field } = rootField(schema, route.field);
   const policy = fieldPolicy(field);
   if (!policy) throw new Error(`${route.field} declares no access policy`);
@@ -84,6 +93,8 @@ function compileGraphQLRoute(schema: GraphQLSchema, route: GraphQLRoute): Compil
     operation: {
       document,
       field: route.field,
+      // A page size not yet known counts at its most here (the meter's default), as the largest page a client may ask for.
+      mayWait: meter.measure(parse(document)).operations[0]!.cost >= UNSCHEDULED_COST,
       variables(request) {
         const variables: Record<string, unknown> = {};
         for (const [name, read] of readers) {

@@ -78,6 +78,7 @@ function hostProblems(compiled: CompiledRoute): Map<number, string[]> {
   if (hasParams) add(414, `uri_too_long: a path parameter longer than ${MAX_PARAM_LENGTH} characters`);
   add(429, 'rate_limited: the budget of the window is spent');
   add(500, 'internal_error: unexpected (masked; quote request_id)');
+  if (compiled.operation?.mayWait) add(503, 'server_busy: too many heavier operations are waiting (a long page among them); retry after Retry-After');
   return out;
 }
 
@@ -139,7 +140,7 @@ function operation(compiled: CompiledRoute, bodyRef: BodyRef): JsonSchema {
     responses[String(status)] =
       status === 422
         ? problem(description, '#/components/schemas/HTTPValidationError')
-        : status === 429
+        : status === 429 || (status === 503 && compiled.operation?.mayWait)
           ? { ...problem(description), headers: { ...headers, 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait' } } }
           : problem(description);
   }

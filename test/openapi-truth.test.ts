@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { bearer, build, createCompanyKey, login, seedOwner, seedUser } from './helper';
 import { moduleKey } from './ai-helper';
+import { MAX_WAITING } from '../subgraphs/policy/scheduler';
 
 /**
  * The OpenAPI document is what a client generates its code from: a status or
@@ -15,7 +16,7 @@ import { moduleKey } from './ai-helper';
  */
 
 interface Operation {
-  parameters?: ({ in?: string; name?: string; schema?: { format?: string } } | { $ref: string })[];
+  parameters?: ({ in?: string; name?: string; schema?: { format?: string; maximum?: number } } | { $ref: string })[];
   requestBody?: { content: Record<string, unknown> };
   security?: Record<string, unknown>[];
   responses: Record<string, { description: string; content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
@@ -115,6 +116,34 @@ test('every status and success media type an operation answers is declared for i
     }
   }
   assert.deepEqual(found, []);
+});
+
+test('503 server_busy is declared, with Retry-After, on exactly the operations that take a turn with heavier ones', async (t) => {
+  const app = await build(t);
+  const doc = (await app.inject({ url: '/openapi.json' })).json() as Doc;
+  const c = await callers(app);
+  // The scheduler full: one run holding all of its capacity, MAX_WAITING more in line.
+  const { scheduler } = app.gate;
+  scheduler.schedule(scheduler.capacity);
+  for (let i = 0; i < MAX_WAITING; i++) scheduler.schedule(scheduler.capacity);
+  const found: string[] = [];
+  let busy = 0;
+  for (const { method, path, url, operation } of operations(doc)) {
+    if (method !== 'get') continue;
+    const modulesApi = operation.security?.some((s) => 'moduleKey' in s) ?? false;
+    // The largest page the operation allows: what its declaration is about.
+    const perPage = operation.parameters?.find((p): p is { in: string; name: string; schema?: { maximum?: number } } => 'in' in p && p.in === 'query' && p.name === 'per_page');
+    const query = perPage?.schema?.maximum ? `?per_page=${perPage.schema.maximum}` : '';
+    const res = await app.inject({ method: 'GET', url: url() + query, headers: bearer(modulesApi ? c.moduleKey : c.token) });
+    found.push(...undeclared(doc, method, path, res, 'a busy server'));
+    const declared = /\bserver_busy\b/.test(operation.responses['503']?.description ?? '');
+    if (res.statusCode === 503 && res.json().code === 'server_busy') {
+      busy++;
+      if (!operation.responses['503']?.headers?.['Retry-After']) found.push(`GET ${path}: 503 server_busy declared without Retry-After`);
+    } else if (declared) found.push(`GET ${path} declares server_busy but answered ${res.statusCode} when the server was busy`);
+  }
+  assert.deepEqual(found, []);
+  assert.ok(busy >= 5, `list reads were refused while busy (${busy})`);
 });
 
 test('downloads and streams declare their media types, uploads their form fields', async (t) => {
