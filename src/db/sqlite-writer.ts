@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { Knex } from '@mikro-orm/better-sqlite';
 import type { Orm } from './orm';
-import { afterCommit, currentEm, inUnitOfWork } from './unit-of-work';
+import { afterCommit, openTransaction } from './unit-of-work';
 
 /** Prepared statements over the write connection, run synchronously inside `SqliteWriter.write`. */
 export interface SyncSql {
@@ -49,16 +49,14 @@ export class SqliteWriter {
   constructor(private readonly orm: Orm) {}
 
   async write<T>(fn: (sql: SyncSql) => T): Promise<T> {
-    if (inUnitOfWork(this.orm)) {
-      const em = currentEm(this.orm);
-      const trx = em.isInTransaction() ? em.getTransactionContext<Knex.Transaction>() : undefined;
-      if (trx) {
-        const db = (await trx.client.acquireConnection()) as Database.Database;
-        const hooks: (() => void)[] = [];
-        const result = this.savepoint(db)(fn, this.sql(db, hooks)) as T;
-        for (const hook of hooks) afterCommit(em, hook);
-        return result;
-      }
+    const em = openTransaction(this.orm);
+    const trx = em?.getTransactionContext<Knex.Transaction>();
+    if (em && trx) {
+      const db = (await trx.client.acquireConnection()) as Database.Database;
+      const hooks: (() => void)[] = [];
+      const result = this.savepoint(db)(fn, this.sql(db, hooks)) as T;
+      for (const hook of hooks) afterCommit(em, hook);
+      return result;
     }
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (value: unknown) => void, reject } as Pending);

@@ -40,6 +40,17 @@ export function currentEm(orm: Orm): EntityManager {
 }
 
 /**
+ * The current unit of work's EntityManager while it is in a transaction,
+ * else undefined; forks nothing (a fork costs more than a ledger write's
+ * statements, and most callers that ask are not in one).
+ */
+export function openTransaction(orm: Orm): EntityManager | undefined {
+  const scope = scopes.getStore();
+  const em = scope && scope.orm === orm ? scope.em : undefined;
+  return em?.isInTransaction() ? em : undefined;
+}
+
+/**
  * Runs `fn` in one database transaction of the current unit of work: inside
  * `fn`, `currentEm(orm)` is the transaction's EntityManager (also passed as
  * `em`), so whatever a service persists or flushes there, jobs enqueued
