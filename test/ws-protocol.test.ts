@@ -1,6 +1,6 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { build, login, seedOwner } from './helper';
 import { MAX_OPERATIONS_PER_SOCKET } from '../src/host/ws-protocol';
@@ -162,4 +162,36 @@ test(`a socket runs at most ${MAX_OPERATIONS_PER_SOCKET} operations at once: one
   raw.send({ type: 'subscribe', id: 'now', payload: { query: '{ health { status } }' } });
   const now = await raw.next('next');
   assert.equal(now.id, 'now');
+});
+
+test('an upgrade refused before it is accepted (429) has its socket closed by the server, not left open', async (t) => {
+  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 1000, moduleKey: 1000, anonymous: 1, auth: 1000, feedback: 1000 } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  // The server's side of every upgrade, to see whether it is closed (and to close what is not, so the app can).
+  const serverSides: net.Socket[] = [];
+  app.server.on('upgrade', (_request: unknown, socket: net.Socket) => serverSides.push(socket));
+  // As a WebSocket client does on a refusal: read the status line, then drop the connection.
+  const upgrade = () =>
+    new Promise<string>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('data', (chunk) => {
+        resolve(String(chunk).split('\r\n')[0]!);
+        socket.destroy();
+      });
+      socket.write(
+        'GET /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+          'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n',
+      );
+    });
+  assert.match(await upgrade(), / 101 /);
+  for (let i = 0; i < 5; i++) assert.match(await upgrade(), / 429 /);
+  // Left open (CLOSE-WAIT), each held a file descriptor for good and kept the server from closing on SIGTERM.
+  const deadline = Date.now() + 3000;
+  while (serverSides.slice(1).some((socket) => !socket.destroyed) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  const refusedClosed = serverSides.slice(1).map((socket) => socket.destroyed);
+  // Whatever is still open is closed here, before the app's own close (which would wait for it).
+  serverSides.forEach((socket) => socket.destroy());
+  assert.equal(serverSides.length, 6);
+  assert.deepEqual(refusedClosed, [true, true, true, true, true]);
 });
