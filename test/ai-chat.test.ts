@@ -9,7 +9,7 @@ import { createClient } from 'graphql-ws';
 import { assertCode, call, gql, sql } from './admin-helper';
 import { build } from './helper';
 import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
-import { fakeOpenAi, fakeSearch } from './fake-ai';
+import { echo, fakeOpenAi, fakeSearch } from './fake-ai';
 import { assertLedgerAddsUp } from './ledger-helper';
 import { inContext } from '../src/boot';
 
@@ -83,6 +83,30 @@ test('chat history written by another process reaches the next call (the cached 
   // This process's own exchange extends the history it read, in order.
   assert.equal((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('fourth'))).statusCode, 200);
   assert.deepEqual(fake.seen.at(-1)!.messages.slice(-3).map((m) => m.content), ['third', 'You said: third', 'fourth']);
+});
+
+test('exchanges committed in the same millisecond keep one order, cached or read back (chat history ties)', async (t) => {
+  let target = 0;
+  // Every reply of the burst is held until one moment, so their exchanges commit together.
+  const fake = await fakeOpenAi(t, (request) => ({ ...echo(request), delayMs: Math.max(0, target - Date.now()) }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const chat = (message: string) => call(app, keys.ownerA.key, 'POST', '/v1/chat', ask(message));
+  assert.equal((await chat('first')).statusCode, 200);
+  target = Date.now() + 300;
+  const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => chat(`burst ${i}`)));
+  assert.ok(burst.every((r) => r.statusCode === 200));
+  target = 0;
+  assert.equal((await chat('cached')).statusCode, 200);
+  const cached = fake.seen.at(-1)!.messages.slice(1, -1).map((m) => m.content);
+  // Read back from the database: another process's write moves the revision.
+  const other = new Database(app.config.databaseFile);
+  t.after(() => other.close());
+  other.prepare("update chat_sessions set revision = revision + 1 where key = 'conv-1'").run();
+  assert.equal((await chat('read back')).statusCode, 200);
+  const readBack = fake.seen.at(-1)!.messages.slice(1, -3).map((m) => m.content);
+  assert.deepEqual(readBack, cached);
+  for (let i = 0; i < cached.length; i += 2) assert.equal(cached[i + 1], `You said: ${cached[i]}`, 'each question is followed by its answer');
 });
 
 test('history is trimmed to what the model\'s context holds, newest turns kept', async (t) => {

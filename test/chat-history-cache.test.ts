@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ChatHistoryCache, type Turn } from '../src/domains/ai/chat-history';
+import { ChatHistoryCache, TURN_OVERHEAD, type Turn } from '../src/domains/ai/chat-history';
 
 const turn = (content: string, role: Turn['role'] = 'user'): Turn => ({ role, content, tokens: 1 });
 
@@ -30,7 +30,8 @@ test('this process\'s own write extends the entry it began from; a missed write 
 });
 
 test('the history cache is bounded by sessions and by characters, least recently used first', () => {
-  const cache = new ChatHistoryCache(10, 2, 10);
+  // Room for two four-character turns and a two-character one, each with its object's share.
+  const cache = new ChatHistoryCache(10, 2, 10 + 3 * TURN_OVERHEAD);
   cache.get('a', 1, () => [turn('aaaa')]);
   cache.get('b', 1, () => [turn('bbbb')]);
   cache.get('a', 1, () => assert.fail('a is cached'));
@@ -40,7 +41,16 @@ test('the history cache is bounded by sessions and by characters, least recently
   cache.get('b', 1, () => (reads++, [turn('bbbb')]));
   assert.equal(reads, 1);
   // Over the character budget: a history larger than all of it is not kept at all.
-  cache.get('big', 1, () => [turn('x'.repeat(11))]);
+  cache.get('big', 1, () => [turn('x'.repeat(11 + 2 * TURN_OVERHEAD))]);
   cache.get('big', 1, () => (reads++, []));
   assert.equal(reads, 2);
+});
+
+test('many short turns count against the character budget too (each turn\'s object is counted)', () => {
+  const cache = new ChatHistoryCache(1000, 1000, 100 * TURN_OVERHEAD);
+  // Ten sessions of twenty empty turns: 200 turns where the budget holds 100.
+  for (let i = 0; i < 10; i++) cache.get(`s${i}`, 1, () => Array.from({ length: 20 }, () => turn('')));
+  let reads = 0;
+  for (let i = 0; i < 10; i++) cache.get(`s${i}`, 1, () => (reads++, []));
+  assert.ok(reads >= 5, `the oldest sessions were evicted (${reads} read again)`);
 });

@@ -10,8 +10,16 @@ export interface Turn {
 interface Entry {
   revision: number;
   turns: readonly Turn[];
+  /** Its characters, each turn counted TURN_OVERHEAD more for the object holding it. */
   chars: number;
 }
+
+/**
+ * What a turn's object costs beyond its text, in characters: counted so that
+ * many short turns are bounded like a few long ones (a million empty turns
+ * held ~100 MB while counting as nothing).
+ */
+export const TURN_OVERHEAD = 100;
 
 /**
  * Recent sessions' histories in memory, each under the session's revision.
@@ -22,8 +30,8 @@ interface Entry {
  * only at that revision, so a write by another process, which bumps it, is
  * never missed. This process's own writes extend the entry they began from.
  *
- * Bounded by entries and by the characters held; the least recently used go
- * first. Turns are shared between requests: callers must not change them.
+ * Bounded by entries and by the characters held (each turn counted
+ * TURN_OVERHEAD more); the least recently used go first. Turns are shared between requests: callers must not change them.
  */
 export class ChatHistoryCache {
   private readonly entries = new Map<string, Entry>();
@@ -32,7 +40,7 @@ export class ChatHistoryCache {
   constructor(
     private readonly maxTurns: number,
     private readonly maxSessions = 5_000,
-    private readonly maxChars = 4_000_000,
+    private readonly maxChars = 8_000_000,
   ) {}
 
   /** The history at `revision`, from memory or from `load` (newest first, at most maxTurns). */
@@ -63,7 +71,7 @@ export class ChatHistoryCache {
     }
     const turns = [...newestFirst, ...entry.turns];
     let chars = entry.chars + sumChars(newestFirst);
-    while (turns.length > this.maxTurns) chars -= turns.pop()!.content.length;
+    while (turns.length > this.maxTurns) chars -= turns.pop()!.content.length + TURN_OVERHEAD;
     this.put(sessionId, to, turns, chars);
   }
 
@@ -90,6 +98,6 @@ export class ChatHistoryCache {
 
 function sumChars(turns: readonly Turn[]): number {
   let chars = 0;
-  for (const turn of turns) chars += turn.content.length;
+  for (const turn of turns) chars += turn.content.length + TURN_OVERHEAD;
   return chars;
 }

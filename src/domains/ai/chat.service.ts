@@ -157,6 +157,10 @@ export class ChatService {
       const existing = sql.get<{ id: string; revision: number }>('select id, revision from chat_sessions where user_id = ? and key = ?', caller.userId, key);
       const sessionId = existing?.id ?? randomUUID();
       const from = existing?.revision ?? 0;
+      // Strictly after the session's last message: exchanges committed in the same millisecond keep their
+      // commit order when read back, as the cached history has them (ties would fall to the random ids).
+      const last = existing ? (sql.get<{ at: number | null }>('select max(created_at) as at from chat_messages where session_id = ?', sessionId)?.at ?? 0) : 0;
+      const at = Math.max(now, last + 1);
       if (existing) sql.run('update chat_sessions set agent = ?, updated_at = ?, revision = ? where id = ?', agent, now, from + 1, sessionId);
       else {
         sql.run(
@@ -173,7 +177,7 @@ export class ChatService {
       }
       // Distinct times keep the order of a turn's two messages.
       turns.forEach((turn, i) =>
-        sql.run('insert into chat_messages (id, session_id, role, content, tokens, created_at) values (?, ?, ?, ?, ?, ?)', randomUUID(), sessionId, turn.role, turn.content, turn.tokens, now + i),
+        sql.run('insert into chat_messages (id, session_id, role, content, tokens, created_at) values (?, ?, ?, ?, ?, ?)', randomUUID(), sessionId, turn.role, turn.content, turn.tokens, at + i),
       );
       sql.afterCommit(() => this.histories.appended(sessionId, from, from + 1, [...turns].reverse()));
     });
