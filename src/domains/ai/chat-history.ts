@@ -31,7 +31,8 @@ export const TURN_OVERHEAD = 100;
  * never missed. This process's own writes extend the entry they began from.
  *
  * Bounded by entries and by the characters held (each turn counted
- * TURN_OVERHEAD more); the least recently used go first. Turns are shared between requests: callers must not change them.
+ * TURN_OVERHEAD more); the least recently used go first. Turns are shared
+ * between requests: callers must not change them.
  */
 export class ChatHistoryCache {
   private readonly entries = new Map<string, Entry>();
