@@ -8,6 +8,7 @@ import { jobStatus, jobStatuses, type JobRecord, type JobStatus } from './jobs/j
 import { buildApp, listen } from './app';
 import { loggableError } from './kernel/log-redaction';
 import { describeListenError, ListenRefused } from './kernel/listen-error';
+import { stopOnSignals } from './kernel/signals';
 import { identityDomain } from './domains/identity';
 import { isSubgraphName, serveSubgraph, subgraphDefinition } from '../subgraphs/serve';
 
@@ -255,32 +256,20 @@ async function jobs(args: string[]) {
   for (const job of list) console.log(jobLine(job));
 }
 
-/** Stops `stop` on the first SIGINT, SIGTERM or SIGHUP, then exits. */
-function onSignal(stop: () => Promise<void>, log: (msg: string) => void) {
-  // SIGHUP too: a closed terminal would otherwise end the process without closing the database.
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => {
-      log(`${signal}: shutting down`);
-      stop()
-        .then(() => process.exit(0))
-        .catch((error) => {
-          console.error(`atrium: ${loggableError(error)}`);
-          process.exit(1);
-        });
-    });
-  }
-}
-
 async function serve(args: string[]) {
   const { values } = parse(args, {});
   if (values.help) return console.log(USAGE);
+  const signals = stopOnSignals();
   const app = await buildApp();
   try {
     await listen(app);
   } catch (error) {
     throw error instanceof ListenRefused ? new Refused(error.message) : error;
   }
-  onSignal(() => app.close(), (msg) => app.log.info(msg));
+  signals.ready(
+    () => app.close(),
+    (signal) => app.log.info({ signal }, 'shutting down'),
+  );
 }
 
 async function subgraph(args: string[]) {
@@ -300,6 +289,7 @@ async function subgraph(args: string[]) {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  const signals = stopOnSignals();
   // Only the domains this subgraph serves, and identity, which authenticates every request. A serving
   // process: it runs the jobs of the domains it booted (the mail the identity subgraph queues, its sweeps).
   const atrium = await boot(config, { domains: [identityDomain, ...subgraphDefinition(name).domains], background: true });
@@ -326,10 +316,13 @@ async function subgraph(args: string[]) {
     throw line ? new Refused(line) : error;
   }
   console.error(`atrium: ${name} subgraph listening at ${served.url}, accepting the tokens of ${config.publicUrl}`);
-  onSignal(async () => {
-    await served.stop();
-    await atrium.close();
-  }, (msg) => console.error(`atrium: ${msg}`));
+  signals.ready(
+    async () => {
+      await served.stop();
+      await atrium.close();
+    },
+    (signal) => console.error(`atrium: ${signal}: shutting down`),
+  );
 }
 
 const commands: Record<string, (args: string[]) => Promise<void>> = {

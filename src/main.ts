@@ -1,15 +1,11 @@
 import { buildApp, listen } from './app';
 import { loggableError } from './kernel/log-redaction';
 import { ListenRefused } from './kernel/listen-error';
+import { stopOnSignals } from './kernel/signals';
 
-/**
- * The signals that stop the server cleanly (the database closed, running jobs
- * handed back). SIGHUP too: a closed terminal would otherwise end it without that.
- */
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
-/** The only file that listens. Stops cleanly on STOP_SIGNALS. */
+/** `npm start`: listens, and stops cleanly on SIGINT, SIGTERM and SIGHUP, even one sent while it starts. */
 async function main() {
+  const signals = stopOnSignals();
   const app = await buildApp();
   try {
     await listen(app);
@@ -18,18 +14,10 @@ async function main() {
     console.error(`atrium: ${error.message}`);
     process.exit(1);
   }
-  for (const signal of STOP_SIGNALS) {
-    process.once(signal, () => {
-      app.log.info({ signal }, 'shutting down');
-      app
-        .close()
-        .then(() => process.exit(0))
-        .catch((error) => {
-          app.log.error(error);
-          process.exit(1);
-        });
-    });
-  }
+  signals.ready(
+    () => app.close(),
+    (signal) => app.log.info({ signal }, 'shutting down'),
+  );
 }
 
 main().catch((error) => {

@@ -63,11 +63,16 @@ test('SIGTERM to `npm start` stops the server it started (no orphan left on the 
   assert.equal(await refused(port), false);
 
   const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
+  // The pipe ends once both npm and the server have let go of it: all they wrote is read.
+  const drained = new Promise<void>((resolve) => npm.stdout.once('close', () => resolve()));
+  // Sent as soon as the start-up line is read: the server answers even a signal
+  // that arrives while it finishes starting (it once died on one, silently).
   npm.kill('SIGTERM');
   await exited;
   // npm waits for its script; the server closes (its database too) and leaves.
   for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
   assert.equal(alive(pid), false, `node dist/src/main.js (pid ${pid}) outlived npm`);
   assert.equal(await refused(port), true);
+  await drained;
   assert.match(out, /"signal":"SIGTERM","msg":"shutting down"/);
 });
