@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import cors from '@fastify/cors';
+import websocket from '@fastify/websocket';
 import { loadConfig, type Config } from './config';
 import { requestIdFrom } from './request-id';
 import { boot, inContext } from './boot';
@@ -78,6 +79,11 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     });
   }
 
+  // WebSockets before any hook that may refuse a request: the plugin's onRequest hook marks
+  // an upgrade, and its onResponse hook closes the socket of one refused (429, 403, 404).
+  // Registered by mercurius after those hooks, a refused upgrade was never marked and its
+  // socket stayed open (CLOSE-WAIT) for good. mercurius uses the one registered here.
+  await app.register(websocket, { options: { maxPayload: 1_048_576 } });
   await app.register(memoryReliefPlugin);
   await app.register(serviceHeadersPlugin);
   await app.register(errorsPlugin);

@@ -227,14 +227,6 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
         .finally(() => (reading = false));
     }, app.config.socketReauthenticateSeconds * 1000);
     reauthenticate.unref();
-    // An upgrade refused by a hook (429, 403) before @fastify/websocket's own onRequest hook marked it is
-    // answered on its raw socket, which nobody closes after: it stayed open (CLOSE-WAIT) for good, a file
-    // descriptor per refusal, and kept the server from closing. Closed once the refusal is sent, as the
-    // plugin does for the ones it saw; an accepted upgrade is hijacked and never reaches onResponse.
-    app.addHook('onResponse', (request, _reply, done) => {
-      if (request.raw.headers.upgrade !== undefined) request.raw.socket.destroy();
-      done();
-    });
     app.addHook('onClose', async () => {
       clearInterval(sweep);
       clearInterval(reauthenticate);
