@@ -113,13 +113,30 @@ test('history is trimmed to what the model\'s context holds, newest turns kept',
   const fake = await fakeOpenAi(t, () => ({ content: 'ok' }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_MAX_OUTPUT_TOKENS: '100' });
   const { keys } = await modulesCast(app);
-  await sql(app, "update models set context_length = 700 where id = 'gpt-4o-mini'");
+  await sql(app, "update models set context_length = 760 where id = 'gpt-4o-mini'");
   for (let i = 0; i < 6; i++) assert.equal((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask(`turn ${i} ${'x'.repeat(400)}`))).statusCode, 200);
   const last = fake.seen.at(-1)!.messages;
   const users = last.filter((m) => m.role === 'user').map((m) => m.content!.slice(0, 6));
   assert.ok(users.length < 6, `history was trimmed (${users.length} user turns)`);
   assert.equal(users.at(-1), 'turn 5');
   assert.deepEqual(users, users.slice().sort(), 'the kept turns are the newest, in order');
+  // Trimmed by whole turns: after the system prompt come question, answer, question, answer, …, the new question.
+  const roles = last.slice(1).map((m) => m.role);
+  assert.deepEqual(roles, roles.map((_, i) => (i % 2 === 0 ? 'user' : 'assistant')), `no answer without its question: ${roles.join(' ')}`);
+});
+
+test('a prompt in a script the estimate would count low (CJK) is held high enough to be charged in full', async (t) => {
+  // About 1.2 tokens a character, as English-trained tokenizers count Chinese; four characters a token would hold a fifth of it.
+  const message = '漢字の文章'.repeat(400);
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok', usage: { prompt: 2_400, completion: 10 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const res = await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask(message));
+  assert.equal(res.statusCode, 200, res.body);
+  const body = res.json() as { tokens: number; credits_used: number; model: string };
+  const [{ credit_cost }] = await sql<{ credit_cost: number }>(app, 'select credit_cost from models where id = ?', [body.model]);
+  assert.equal(body.tokens, 2_410);
+  assert.equal(body.credits_used, Math.ceil((2_410 * credit_cost!) / 1000), 'charged what the provider counted, not capped at a low hold');
 });
 
 test('model accepts a catalog id or a family; AI_MODEL_MAP names it for the provider; blocked is 422, unknown 404, nothing spent', async (t) => {

@@ -124,6 +124,11 @@ test('with a provider /rag/query is grounded in the passages and costs its token
   assert.equal(res.json().credits_used, 5);
   assert.match(fake.seen[0]!.messages[0]!.content!, /\[1\] terms\.txt, page 1:\nInvoices are paid within thirty days/);
   assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 1995);
+  // No passage matches: Atrium says so itself, labelled extractive, and the model is not called.
+  const none = await call(app, keys.ownerA.key, 'POST', '/v1/rag/query', { query: 'zebra migration' });
+  assert.equal(none.statusCode, 200, none.body);
+  assert.deepEqual([none.json().engine, none.json().sources, none.json().credits_used], ['extractive', [], 0]);
+  assert.equal(fake.seen.length, 1);
 });
 
 test("documents never cross users or companies: lists, queries, doc_ids and deletes", async (t) => {

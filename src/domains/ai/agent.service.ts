@@ -4,7 +4,7 @@ import type { Principal, RequestMeta } from '../../auth/principal';
 import type { CatalogService } from '../catalog';
 import type { AiConfig } from './config';
 import { creditsFor, type ModuleCredits } from './credits';
-import { estimatePromptTokens, type AiEngine, type Message, type Tool } from './engine';
+import { holdTokens, type AiEngine, type Message, type Tool } from './engine';
 import type { WebSearch } from './web-search';
 import { calculate } from './tools/calculator';
 import { runCode } from './tools/code-runner';
@@ -121,7 +121,7 @@ export class AgentService {
     const maxSteps = this.config.agentMaxSteps;
     const maxTokens = this.config.maxOutputTokens;
     // The largest run: every call's prompt grown by the tool results before it, plus its reply.
-    const base = Math.ceil(estimatePromptTokens(messages) * 1.5) + maxTokens;
+    const base = holdTokens(messages, maxTokens);
     const perStep = Math.ceil(TOOL_OUTPUT_MAX / 4) + 300;
     let most = 0;
     for (let k = 0; k <= maxSteps; k++) most += base + k * perStep;

@@ -7,7 +7,7 @@ import type { Principal, RequestMeta } from '../../auth/principal';
 import type { CatalogService, ModelView } from '../catalog';
 import type { AiConfig } from './config';
 import { creditsFor, type ModuleCredits } from './credits';
-import { estimatePromptTokens, estimateTokens, type AiEngine, type Message } from './engine';
+import { estimatePromptTokens, estimateTokens, holdTokens, type AiEngine, type Message } from './engine';
 import type { SearchResult, WebSearch } from './web-search';
 import { ChatHistoryCache, type Turn } from './chat-history';
 
@@ -114,9 +114,12 @@ export class ChatService {
       if (room < 0) break;
       kept.push({ role: turn.role, content: turn.content });
     }
-    messages.push(...kept.reverse(), { role: 'user', content: input.message });
-    // The provider's tokenizer may count the prompt higher than the estimate: hold half as much again.
-    const most = Math.ceil(estimatePromptTokens(messages) * 1.5) + maxTokens;
+    kept.reverse();
+    // Trimmed by turns: an answer whose question did not fit goes too (a conversation opening with the
+    // model's answer misleads it, and some providers refuse one).
+    while (kept[0]?.role === 'assistant') kept.shift();
+    messages.push(...kept, { role: 'user', content: input.message });
+    const most = holdTokens(messages, maxTokens);
 
     const { value, creditsUsed, tokens } = await this.credits.spend(
       caller,

@@ -49,11 +49,27 @@ export class ProviderCallAborted extends Error {
 }
 
 /**
- * Tokens of a text when the provider does not count them: about four
- * characters a token for English, rounded up. Used only without `usage`.
+ * Tokens of a text when the provider does not count them: about four ASCII
+ * characters a token (English), and a token for every three UTF-8 bytes of
+ * other text (a CJK character, or one and a half accented or Cyrillic
+ * letters), which tokenizers trained mostly on English split finer.
  */
 export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
+  let ascii = 0;
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x80) ascii++;
+  if (ascii === text.length) return Math.ceil(ascii / 4);
+  return Math.ceil(ascii / 4 + (Buffer.byteLength(text, 'utf8') - ascii) / 3);
+}
+
+/**
+ * The tokens a call's credit hold covers: its prompt at twice the estimate
+ * (a provider's tokenizer counts code, digits and other scripts higher than
+ * the estimate) plus the most it may write. A call is charged what the
+ * provider reports, but never more than its hold, so the hold errs high;
+ * what it held beyond the use goes back at once.
+ */
+export function holdTokens(messages: readonly Message[], maxTokens: number): number {
+  return 2 * estimatePromptTokens(messages) + maxTokens;
 }
 
 /** Tokens of a prompt: its texts plus a few per message for the chat format. */

@@ -5,7 +5,7 @@ import type { Principal, RequestMeta } from '../../auth/principal';
 import type { CatalogService } from '../catalog';
 import type { AiConfig } from './config';
 import { creditsFor, type ModuleCredits } from './credits';
-import { estimatePromptTokens, type AiEngine, type Message } from './engine';
+import { estimatePromptTokens, holdTokens, type AiEngine, type Message } from './engine';
 
 export const studioModes = ['translate', 'grammar', 'formal', 'informal'] as const;
 export type StudioMode = (typeof studioModes)[number];
@@ -92,7 +92,7 @@ export class StudioService {
     const maxTokens = Math.min(this.config.maxOutputTokens * 4, Math.max(256, estimatePromptTokens(messages) * 2));
     const { value, creditsUsed, tokens } = await this.credits.spend(
       caller,
-      { credits: creditsFor(estimatePromptTokens(messages) + maxTokens, model), key: `studio:${meta.requestId}`, feature: 'studio', model },
+      { credits: creditsFor(holdTokens(messages, maxTokens), model), key: `studio:${meta.requestId}`, feature: 'studio', model },
       async () => {
         const completion = await this.engine.complete({ model, messages, maxTokens });
         return { value: completion, tokens: completion.usage.totalTokens, credits: creditsFor(completion.usage.totalTokens, model) };

@@ -15,7 +15,7 @@ import { storedFileName } from '../../file-name';
 import { canSeeJob, requireJobCaller, type JobCaller } from '../../auth/policy';
 import type { Principal } from '../../auth/principal';
 import { checkPage, type Page } from '../../pagination';
-import { creditsFor, estimateTokens, modulesApiSpelling, type AiApi } from '../ai';
+import { creditsFor, holdTokens, modulesApiSpelling, type AiApi } from '../ai';
 import type { CatalogService, ModelView } from '../catalog';
 import type { ExtractLimits } from '../documents';
 import { Company, User } from '../identity';
@@ -518,7 +518,7 @@ export class BulkService {
     const messages = [{ role: 'user' as const, content: prompt }];
     const maxTokens = this.ai.config.maxOutputTokens;
     const hold = await this.ai.credits.reserve(caller, {
-      credits: creditsFor(estimateTokens(prompt) + 16 + maxTokens, model),
+      credits: creditsFor(holdTokens(messages, maxTokens), model),
       key: `bulk:${job.id}:${row.idx}`,
       feature: 'bulk',
       model: model.id,

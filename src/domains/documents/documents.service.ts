@@ -137,7 +137,7 @@ export class DocumentsService {
     const sources = this.passages(caller, input.query, docIds);
     const generative = this.ai.engine.configured;
     if (!sources.length) {
-      return { answer: 'No passage of your documents matches the question.', engine: generative ? 'model' : 'extractive', sources: [], tokens: 0, creditsUsed: 0 };
+      return { answer: 'No passage of your documents matches the question.', engine: 'extractive', sources: [], tokens: 0, creditsUsed: 0 };
     }
     if (!generative) return { answer: extractiveAnswer(input.query, sources), engine: 'extractive', sources: sources.map(shortSnippet), tokens: 0, creditsUsed: 0 };
 
