@@ -76,6 +76,15 @@ test('a zip bomb is refused 413 before it is unpacked; an oversize file is 413; 
     assert.ok(Date.now() - started < 3000, 'refused without unpacking');
     assert.ok(process.memoryUsage().rss - rss < 100 * 1024 * 1024, 'memory stayed bounded');
   }
+  // Headers that understate the unpacked size (1 KB declared, 300 MB inside) are caught while unpacking, at the first byte past 1 KB.
+  for (const kind of ['docx', 'xlsx'] as const) {
+    const forged = await makeZipBomb(kind, 300 * 1024 * 1024, 1000);
+    const rss = process.memoryUsage().rss;
+    const started = Date.now();
+    assertCode(await upload(app, keys.ownerA.key, forged, `forged.${kind}`), 413, 'payload_too_large');
+    assert.ok(Date.now() - started < 3000, 'refused without unpacking it all');
+    assert.ok(process.memoryUsage().rss - rss < 100 * 1024 * 1024, 'memory stayed bounded');
+  }
   const big = Buffer.alloc(1024 * 1024 + 10, 'a');
   assertCode(await upload(app, keys.ownerA.key, big, 'big.txt'), 413, 'payload_too_large');
   assert.equal(await documentCount(app), 0);

@@ -14,7 +14,7 @@ import { createCompanyKey } from './helper';
 import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
 import { fakeOpenAi } from './fake-ai';
 import { assertLedgerAddsUp } from './ledger-helper';
-import { makeCsv, makePng, makeXlsx, multipartForm } from './fixtures/document-files';
+import { makeCsv, makePng, makeXlsx, makeZipBomb, multipartForm } from './fixtures/document-files';
 import { inContext } from '../src/boot';
 
 const FIELDS = { input_column: 'review', prompt_template: 'Classify the sentiment of: {text}' };
@@ -130,6 +130,31 @@ test('refused up front, nothing kept: a template without {text}, a missing colum
   assert.equal(fake.seen.length, 0);
   assert.deepEqual(uploads(app), []);
   assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from bulk_jobs'))[0]!.n, 0);
+});
+
+test('a workbook whose headers understate its unpacked size (300 MB declared as 1 KB) is 413 at upload, nothing kept', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const forged = await makeZipBomb('xlsx', 300 * 1024 * 1024, 1000);
+  const rss = process.memoryUsage().rss;
+  assertCode(await submit(app, keys.ownerA.key, forged, 'reviews.xlsx'), 413, 'payload_too_large');
+  assert.ok(process.memoryUsage().rss - rss < 100 * 1024 * 1024, 'memory stayed bounded');
+  assert.equal(fake.seen.length, 0);
+  assert.deepEqual(uploads(app), []);
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from bulk_jobs'))[0]!.n, 0);
+});
+
+test("a cell's $ sequences reach the model as written, not as replacement patterns of the template", async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const cells = ['price $$5', 'a$&b', 'pre$`post', "x$'y"];
+  const res = await submit(app, keys.ownerA.key, makeCsv([['id', 'review'], ...cells.map((c, i) => [i + 1, c])]), 'r.csv', { input_column: 'review', prompt_template: 'Q: {text} | again {text}' });
+  assert.equal(res.statusCode, 202, res.body);
+  assert.equal((await finished(app, keys.ownerA.key, res.json().job_id)).status, 'completed');
+  const prompts = fake.seen.map((r) => r.messages.at(-1)!.content).sort();
+  assert.deepEqual(prompts, cells.map((c) => `Q: ${c} | again ${c}`).sort());
 });
 
 test('without AI_BASE_URL a bulk job is refused with 503 and nothing is kept', async (t) => {

@@ -514,7 +514,8 @@ export class BulkService {
       this.progress(job.id);
       return;
     }
-    const prompt = job.prompt_template.replaceAll('{text}', text);
+    // A function replacement: a cell's `$&`, `$$` or `$`` is text, not a replacement pattern.
+    const prompt = job.prompt_template.replaceAll('{text}', () => text);
     const messages = [{ role: 'user' as const, content: prompt }];
     const maxTokens = this.ai.config.maxOutputTokens;
     const hold = await this.ai.credits.reserve(caller, {

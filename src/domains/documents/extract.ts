@@ -61,7 +61,10 @@ const unreadable = (kind: string, _cause?: unknown) => AppError.validation([{ lo
 
 /**
  * The names of a zip's entries (in memory, or a file on disk), refused (413)
- * when the central directory describes a decompression bomb.
+ * when the central directory describes a decompression bomb, or when an
+ * entry unpacks to more than its header declares: each entry is inflated
+ * once and discarded, so sizes a forged header understates cannot pass (a
+ * 300 KB workbook declaring 1 KB unpacked to 300 MB in the reader after).
  */
 export function zipEntries(source: Buffer | string, limits: ExtractLimits): Promise<string[]> {
   return new Promise((resolve, reject) => {
@@ -87,7 +90,20 @@ export function zipEntries(source: Buffer | string, limits: ExtractLimits): Prom
           zip.close();
           return reject(tooLarge(`The file unpacks to more than it may (a decompression bomb?): at most ${limits.maxZipEntries} entries, ${Math.round(limits.maxUncompressedBytes / 1024 / 1024)} MB unpacked and a ${limits.maxCompressionRatio}:1 ratio`));
         }
-        zip.readEntry();
+        if (entry.fileName.endsWith('/')) return zip.readEntry();
+        // validateEntrySizes makes the stream fail at the first byte past the declared size.
+        zip.openReadStream(entry, (openError, stream) => {
+          if (openError || !stream) {
+            zip.close();
+            return reject(unreadable('zip', openError));
+          }
+          stream.on('error', (e: Error) => {
+            zip.close();
+            reject(/too many bytes/i.test(e.message) ? tooLarge('The file unpacks to more than its entries declare (a decompression bomb?)') : unreadable('zip', e));
+          });
+          stream.on('end', () => zip.readEntry());
+          stream.resume();
+        });
       });
       zip.on('end', () => {
         if (total > RATIO_FLOOR_BYTES && total > limits.maxCompressionRatio * Math.max(1, compressed)) {
