@@ -203,6 +203,27 @@ test('when credits run out mid-job the remaining rows fail with CREDIT_EXHAUSTED
   await assertLedgerAddsUp(app);
 });
 
+test('rows refused credits while other rows hold theirs wait for those to settle: a job runs until what is left is less than a hold', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  // A row holds 3 credits (its prompt and up to 2,100 output tokens at 1 per 1,000) and spends 1 (15 tokens): eight at once hold more than the 20 left.
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_MAX_OUTPUT_TOKENS: '2100' }, { bulk: { concurrency: 8, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { a, keys } = await modulesCast(app);
+  await inContext(app.kernel.orm, () => app.domains.billing.ledger.revoke({ kind: 'user', isSuperadmin: true } as never, a.companyId, { credits: 1980, reason: 'test' }, 'revoke-1'));
+  const rows = [['review'], ...Array.from({ length: 30 }, (_, i) => [`row ${i + 1}`])];
+  const res = await submit(app, keys.ownerA.key, makeCsv(rows), 'r.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const status = await finished(app, keys.ownerA.key, res.json().job_id);
+  const [{ hold }] = await sql<{ hold: number }>(app, 'select max(credits) as hold from credit_holds');
+  assert.equal(hold, 3);
+  const left = app.domains.billing.ledger.balance(a.companyId).available;
+  assert.equal(status.status, 'completed');
+  assert.ok(left < hold!, `the job stopped with ${left} credits left, enough for another row's hold`);
+  assert.equal(status.rows_completed, 20 - left);
+  assert.equal(status.rows_failed, 30 - (20 - left));
+  assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
+  await assertLedgerAddsUp(app);
+});
+
 test('a row the provider keeps failing fails alone (retried first), its hold returned; the others complete', async (t) => {
   const fake = await fakeOpenAi(t, (request) => (request.messages.at(-1)!.content!.includes('bad') ? { status: 500 } : { content: 'fine', usage: { prompt: 10, completion: 5 } }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 2, rowAttempts: 2, maxRows: 1000, maxConcurrent: 3 } } as never);

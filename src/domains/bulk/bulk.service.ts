@@ -454,14 +454,29 @@ export class BulkService {
         const pending = this.reads.all<{ idx: number; cells: string }>("select idx, cells from bulk_rows where job_id = ? and status = 'pending' order by idx limit ?", start.id, PROCESS_BATCH);
         if (!pending.length) break;
         let next = 0;
+        // Rows running now, and the rows refused credits that wait for one of them to settle.
+        let running = 0;
+        const waiting: (() => void)[] = [];
         const worker = async () => {
           while (next < pending.length && !signal.aborted && !out.of) {
             const row = pending[next++]!;
-            try {
-              await this.runRow(start, model, row, signal, run);
-            } catch (error) {
-              if (outOfCredits(error)) out.of ??= error as AppError;
-              else if (!signal.aborted) throw error;
+            while (!signal.aborted && !out.of) {
+              let refused: AppError | null = null;
+              running++;
+              try {
+                await this.runRow(start, model, row, signal, run);
+              } catch (error) {
+                if (outOfCredits(error)) refused = error as AppError;
+                else if (!signal.aborted) throw error;
+              } finally {
+                running--;
+                for (const wake of waiting.splice(0)) wake();
+              }
+              if (!refused) break;
+              // A hold is the most a row may cost, and its commit returns the rest: while other rows still
+              // hold credits, wait for one to settle and ask again. Out of credits only once none does.
+              if (running === 0) out.of ??= refused;
+              else await new Promise<void>((resolve) => waiting.push(resolve));
             }
           }
         };
