@@ -14,7 +14,7 @@ import { createCompanyKey } from './helper';
 import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
 import { fakeOpenAi } from './fake-ai';
 import { assertLedgerAddsUp } from './ledger-helper';
-import { makeCsv, makePng, makeXlsx, makeZipBomb, multipartForm } from './fixtures/document-files';
+import { makeCsv, makePng, makeXlsx, makeZipBomb, multipartForm, withHiddenEntry } from './fixtures/document-files';
 import { inContext } from '../src/boot';
 
 const FIELDS = { input_column: 'review', prompt_template: 'Classify the sentiment of: {text}' };
@@ -143,6 +143,19 @@ test('a workbook whose headers understate its unpacked size (300 MB declared as 
   assert.equal(fake.seen.length, 0);
   assert.deepEqual(uploads(app), []);
   assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from bulk_jobs'))[0]!.n, 0);
+});
+
+test('a workbook with an entry its directory does not list is refused (422): a streaming reader would unpack what no check saw', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const workbook = await makeXlsx({ Reviews: ROWS });
+  assert.equal((await submit(app, keys.ownerA.key, workbook, 'r.xlsx')).statusCode, 202, 'the workbook as written is accepted');
+  const hidden = withHiddenEntry(workbook, 'xl/sharedStrings.xml', Buffer.from('<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>hidden</t></si></sst>'));
+  const refused = await submit(app, keys.ownerA.key, hidden, 'r.xlsx');
+  assertCode(refused, 422, 'validation_error');
+  assert.match(refused.json().detail, /not a readable zip file/);
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from bulk_jobs'))[0]!.n, 1);
 });
 
 test("a cell's $ sequences reach the model as written, not as replacement patterns of the template", async (t) => {

@@ -1,3 +1,4 @@
+import fs from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { fileTypeFromBuffer } from 'file-type';
 import yauzl from 'yauzl';
@@ -75,11 +76,13 @@ export function zipEntries(source: Buffer | string, limits: ExtractLimits): Prom
     open((error, zip) => {
       if (error || !zip) return reject(unreadable('zip', error));
       const names: string[] = [];
+      const spans: EntrySpan[] = [];
       let total = 0;
       let compressed = 0;
       zip.on('error', (e) => reject(unreadable('zip', e)));
       zip.on('entry', (entry: yauzl.Entry) => {
         names.push(entry.fileName);
+        spans.push({ offset: entry.relativeOffsetOfLocalHeader, compressedSize: entry.compressedSize, flags: entry.generalPurposeBitFlag });
         total += entry.uncompressedSize;
         compressed += entry.compressedSize;
         const bomb =
@@ -109,11 +112,56 @@ export function zipEntries(source: Buffer | string, limits: ExtractLimits): Prom
         if (total > RATIO_FLOOR_BYTES && total > limits.maxCompressionRatio * Math.max(1, compressed)) {
           return reject(tooLarge(`The file unpacks ${Math.round(total / Math.max(1, compressed))} times its size (a decompression bomb?)`));
         }
-        resolve(names);
+        entriesTileTheFile(source, spans).then(
+          (tiled) => (tiled ? resolve(names) : reject(unreadable('zip', 'data outside the listed entries'))),
+          (e: unknown) => reject(unreadable('zip', e)),
+        );
       });
       zip.readEntry();
     });
   });
+}
+
+interface EntrySpan {
+  offset: number;
+  compressedSize: number;
+  flags: number;
+}
+
+/**
+ * Whether the entries the central directory lists follow one another from
+ * the file's first byte to the directory, with nothing between them. A
+ * streaming reader (exceljs's workbook reader) walks the local headers in
+ * file order, not the directory: an entry hidden in a gap would be unpacked
+ * there though the checks above never saw it.
+ */
+async function entriesTileTheFile(source: Buffer | string, spans: EntrySpan[]): Promise<boolean> {
+  const handle = typeof source === 'string' ? await fs.open(source, 'r') : null;
+  const read = async (position: number, length: number): Promise<Buffer> => {
+    if (!handle) return (source as Buffer).subarray(position, position + length);
+    const buffer = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, position);
+    return buffer.subarray(0, bytesRead);
+  };
+  try {
+    let expected = 0;
+    for (const span of spans.sort((x, y) => x.offset - y.offset)) {
+      if (span.offset !== expected) return false;
+      const header = await read(span.offset, 30);
+      if (header.length < 30 || header.readUInt32LE(0) !== 0x04034b50) return false;
+      expected = span.offset + 30 + header.readUInt16LE(26) + header.readUInt16LE(28) + span.compressedSize;
+      // Bit 3: sizes follow the data in a descriptor, with or without its signature.
+      if (span.flags & 0x8) {
+        const next = await read(expected, 4);
+        expected += next.length === 4 && next.readUInt32LE(0) === 0x08074b50 ? 16 : 12;
+      }
+    }
+    const next = await read(expected, 4);
+    // The central directory (or, for no entries, its end record; zip64's end record) comes next.
+    return next.length === 4 && [0x02014b50, 0x06054b50, 0x06064b50].includes(next.readUInt32LE(0));
+  } finally {
+    await handle?.close();
+  }
 }
 
 /** Text of a file that is text: UTF-8 (a BOM allowed) or UTF-16 with its BOM, few control characters; null otherwise. */
