@@ -379,7 +379,8 @@ export class ResearchService {
       this.ai.config.maxOutputTokens * 2,
     );
     const heading = job.language === 'nl' ? 'Bronnen' : 'Sources';
-    const report = `${reply.content.trim()}\n\n## ${heading}\n\n${used.map((s) => `[${s.n}] [${markdownText(s.title)}](${s.url})`).join('\n')}\n`;
+    const cited = onlyCitationsOf(reply.content.trim(), new Set(used.map((s) => s.n)));
+    const report = `${cited}\n\n## ${heading}\n\n${used.map((s) => `[${s.n}] [${markdownText(s.title)}](${s.url})`).join('\n')}\n`;
     await transaction(this.orm, async (tx) => {
       job.status = 'completed';
       job.report = report;
@@ -516,6 +517,19 @@ export function pickSources(results: readonly { url: string; title: string; snip
 }
 
 const markdownText = (text: string) => text.replace(/[[\]]/g, '');
+
+/**
+ * The report with only citations of its sources: a number the model made up
+ * (`[7]` with four sources) would point nowhere, so it is dropped, and a list
+ * keeps its valid numbers (`[1, 9]` becomes `[1]`). A link's `[text](url)` is
+ * left alone.
+ */
+function onlyCitationsOf(text: string, numbers: ReadonlySet<number>): string {
+  return text.replace(/( ?)\[(\d+(?:\s*,\s*\d+)*)\](?!\()/g, (_match, space: string, list: string) => {
+    const kept = list.split(',').map(Number).filter((n) => numbers.has(n));
+    return kept.length ? `${space}[${kept.join(', ')}]` : '';
+  });
+}
 
 function failureText(error: unknown): string {
   if (isAppError(error)) return `${error.code}: ${error.message}`;
