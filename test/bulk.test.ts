@@ -108,6 +108,27 @@ test('xlsx in gives xlsx out, with a custom output column; cells the model wrote
   assert.equal(sheet.getCell('C3').formula, undefined, 'no cell is a formula');
 });
 
+test('a workbook\'s dates reach the model as dates, not day serials, and its numbers come back as numbers', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok' }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const workbook = await makeXlsx({ Orders: [['when', 'amount', 'note'], [new Date(Date.UTC(2026, 0, 2)), 42.5, 'a'], [new Date(Date.UTC(2026, 0, 3, 14, 30)), 7, 'b']] });
+  const res = await submit(app, keys.ownerA.key, workbook, 'orders.xlsx', { input_column: 'when', prompt_template: 'Day {text}' });
+  assert.equal(res.statusCode, 202, res.body);
+  const id = res.json().job_id as string;
+  assert.equal((await finished(app, keys.ownerA.key, id)).status, 'completed');
+  assert.deepEqual(fake.seen.map((r) => r.messages.at(-1)!.content).sort(), ['Day 2026-01-02', 'Day 2026-01-03 14:30:00']);
+  const file = await app.inject({ method: 'GET', url: `/v1/bulk/download/${id}`, headers: { authorization: `Bearer ${keys.ownerA.key}` } });
+  const book = new ExcelJS.Workbook();
+  await book.xlsx.read(Readable.from(file.rawPayload));
+  const values = book.worksheets[0]!.getSheetValues().slice(1).map((r) => (r as unknown[]).slice(1, 4));
+  assert.deepEqual(values, [
+    ['when', 'amount', 'note'],
+    ['2026-01-02', 42.5, 'a'],
+    ['2026-01-03 14:30:00', 7, 'b'],
+  ]);
+});
+
 test('refused up front, nothing kept: a template without {text}, a missing column (the columns found listed), a PNG, an oversized file, no file', async (t) => {
   const fake = await fakeOpenAi(t, classify());
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { documents: { maxBytes: 64 * 1024, maxUncompressedBytes: 1 << 20, maxZipEntries: 100, maxCompressionRatio: 100, maxTextChars: 1 << 20 } } as never);

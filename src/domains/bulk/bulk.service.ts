@@ -22,7 +22,7 @@ import { Company, User } from '../identity';
 import type { JobState } from '../research';
 import { BulkJob } from './bulk-job.entity';
 import type { BulkConfig } from './config';
-import { guardCell, readHeader, readTable, sniffTable, TABLE_MIME, writeTable, type TableFormat, type TableKind } from './table-file';
+import { cellString, guardCell, readHeader, readTable, sniffTable, TABLE_MIME, writeTable, type TableCell, type TableFormat, type TableKind } from './table-file';
 
 export const BULK_INGEST = 'bulk.ingest';
 export const BULK_PROCESS = 'bulk.process';
@@ -144,7 +144,7 @@ const view = (r: JobRow): BulkJobView => ({
 const rowView = (r: RowRow, inputIndex: number): BulkRowView => ({
   row: r.idx,
   status: r.status as 'completed' | 'failed',
-  input: (JSON.parse(r.cells) as string[])[inputIndex] ?? '',
+  input: cellString((JSON.parse(r.cells) as TableCell[])[inputIndex]),
   output: r.output,
   error: r.error,
   tokens: r.tokens,
@@ -330,12 +330,12 @@ export class BulkService {
     const header = [...(JSON.parse(job.columns) as string[]), job.output_column, `${job.output_column}_error`];
     const width = header.length - 2;
     const reads = this.reads;
-    async function* rows(): AsyncGenerator<string[]> {
+    async function* rows(): AsyncGenerator<TableCell[]> {
       let cursor = 0;
       for (;;) {
         const page = reads.all<RowRow>('select * from bulk_rows where job_id = ? and idx > ? order by idx limit 1000', id, cursor);
         for (const r of page) {
-          const cells = JSON.parse(r.cells) as string[];
+          const cells = JSON.parse(r.cells) as TableCell[];
           while (cells.length < width) cells.push('');
           const error = r.status === 'pending' ? 'not processed: the job was cancelled' : (r.error ?? '');
           yield [...cells.slice(0, width), guardCell(r.output ?? ''), guardCell(error)];
@@ -522,7 +522,7 @@ export class BulkService {
 
   /** One row: a hold for the largest call, the call (retried), then its result and credits together, or its failure and the hold returned. */
   private async runRow(job: JobRow, model: ModelView, row: { idx: number; cells: string }, signal: AbortSignal, run: RunningJob): Promise<void> {
-    const text = (JSON.parse(row.cells) as string[])[job.input_index] ?? '';
+    const text = cellString((JSON.parse(row.cells) as TableCell[])[job.input_index]);
     const caller = { companyId: job.company_id, userId: job.user_id, keyId: job.api_key_id };
     if (!text.trim()) {
       await this.writer.write((sql) => this.rowFailed(sql, job.id, row.idx, 'the input cell is empty'));

@@ -41,6 +41,16 @@ function cell(text: string): string {
 const unsupported = (what: string) => new AppError('unsupported_media_type', `${what}; bulk jobs take .xlsx or CSV`);
 const unreadable = (kind: string) => AppError.validation([{ loc: ['body', 'file'], msg: `not a readable ${kind} file`, type: 'file' }], `The file is not a readable ${kind} file`);
 
+/** A cell of a table: text, or a workbook's number (kept a number, so the result workbook has it as one). */
+export type TableCell = string | number;
+
+/** A cell as text: what fills `{text}` and what the rows stream shows. */
+export function cellString(value: TableCell | undefined): string {
+  return value === undefined ? '' : String(value);
+}
+
+const blank = (cells: readonly TableCell[]) => cells.every((c) => typeof c === 'string' && c.trim() === '');
+
 export interface TableFormat {
   kind: TableKind;
   /** A CSV's field delimiter (, ; or tab), decided from its first line. */
@@ -116,18 +126,20 @@ export async function sniffTable(path: string, filename: string, limits: Extract
 }
 
 /**
- * The rows of a table, the header first, as text cells, streamed: csv-parse
- * for CSV, exceljs's streaming reader for the first sheet of a workbook.
- * Empty rows are skipped. Unreadable content is 422.
+ * The rows of a table, the header first, streamed: csv-parse for CSV,
+ * exceljs's streaming reader for the first sheet of a workbook, whose
+ * numbers stay numbers and whose dates (known by their cell style) are
+ * ISO text rather than day serials. Empty rows are skipped. Unreadable
+ * content is 422.
  */
-export async function* readTable(path: string, format: TableFormat): AsyncGenerator<string[]> {
+export async function* readTable(path: string, format: TableFormat): AsyncGenerator<TableCell[]> {
   if (format.kind === 'csv') {
     const parser = fs.createReadStream(path).pipe(
       parse({ bom: true, delimiter: format.delimiter, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, max_record_size: 4 * MAX_CELL_CHARS }),
     );
     try {
       for await (const record of parser as AsyncIterable<string[]>) {
-        if (record.every((c) => c.trim() === '')) continue;
+        if (blank(record)) continue;
         yield record.map(cell);
       }
     } catch (error) {
@@ -136,14 +148,18 @@ export async function* readTable(path: string, format: TableFormat): AsyncGenera
     }
     return;
   }
-  const reader = new ExcelJS.stream.xlsx.WorkbookReader(fs.createReadStream(path), { sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'ignore', worksheets: 'emit', entries: 'ignore' });
+  // Styles are read for their number formats: without them a date is a bare day serial (46024).
+  const reader = new ExcelJS.stream.xlsx.WorkbookReader(fs.createReadStream(path), { sharedStrings: 'cache', hyperlinks: 'ignore', styles: 'cache', worksheets: 'emit', entries: 'ignore' });
   try {
     for await (const worksheet of reader) {
       for await (const row of worksheet as AsyncIterable<ExcelJS.Row>) {
         const values = row.values as unknown[];
-        const cells: string[] = [];
-        for (let i = 1; i < values.length; i++) cells.push(cell(cellText(values[i])));
-        if (cells.every((c) => c.trim() === '')) continue;
+        const cells: TableCell[] = [];
+        for (let i = 1; i < values.length; i++) {
+          const value = values[i];
+          cells.push(typeof value === 'number' && Number.isFinite(value) ? value : cell(cellText(value)));
+        }
+        if (blank(cells)) continue;
         yield cells;
       }
       return; // the first sheet only
@@ -157,7 +173,7 @@ export async function* readTable(path: string, format: TableFormat): AsyncGenera
 /** The header row of a table (its first non-empty row), refused when there is none or it is too wide. */
 export async function readHeader(path: string, format: TableFormat): Promise<string[]> {
   for await (const row of readTable(path, format)) {
-    const header = row.map((c) => c.trim());
+    const header = row.map((c) => cellString(c).trim());
     if (header.length > MAX_COLUMNS) throw AppError.validation([{ loc: ['body', 'file'], msg: `more than ${MAX_COLUMNS} columns`, type: 'file' }]);
     return header;
   }
@@ -174,11 +190,11 @@ export function guardCell(text: string): string {
 }
 
 /** Writes a table (the header, then each row) to `out` as CSV or .xlsx, streamed with back-pressure. */
-export async function writeTable(out: Writable, format: TableFormat, header: string[], rows: AsyncIterable<string[]>): Promise<void> {
+export async function writeTable(out: Writable, format: TableFormat, header: string[], rows: AsyncIterable<TableCell[]>): Promise<void> {
   if (format.kind === 'csv') {
     const csv = stringify({ delimiter: format.delimiter });
     csv.pipe(out);
-    const write = async (row: string[]) => {
+    const write = async (row: TableCell[]) => {
       if (!csv.write(row)) await once(csv, 'drain');
     };
     await write(header);

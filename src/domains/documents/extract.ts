@@ -266,7 +266,12 @@ async function xlsxSections(bytes: Buffer, limits: ExtractLimits): Promise<Extra
 /** The text of an Excel cell as exceljs reads it: rich text, hyperlinks and formula results included, dates as YYYY-MM-DD. */
 export function cellText(value: unknown): string {
   if (value === null || value === undefined) return '';
-  if (value instanceof Date) return value.toISOString().slice(0, 10);
+  if (value instanceof Date) {
+    // A workbook's dates carry no zone (exceljs reads them as UTC): the day, and the time when it has one.
+    if (Number.isNaN(value.getTime())) return '';
+    const iso = value.toISOString();
+    return iso.endsWith('T00:00:00.000Z') ? iso.slice(0, 10) : iso.slice(0, 19).replace('T', ' ');
+  }
   if (typeof value === 'object') {
     const v = value as { result?: unknown; text?: unknown; richText?: { text: string }[] };
     if (v.richText) return v.richText.map((r) => r.text).join('');
