@@ -1,9 +1,13 @@
 import { test } from 'node:test';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import assert from 'node:assert/strict';
 import { assertCode, call, gql, sql } from './admin-helper';
 import { build, createCompanyKey, login } from './helper';
 import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
 import { MemoryRateLimiter } from '../src/rate-limit/rate-limiter';
+import { buildApp } from '../src/app';
 
 test('an AI-modules key is shown once, stored as its SHA-256 only, and listed by prefix with all six scopes by default', async (t) => {
   const app = await build(t);
@@ -148,6 +152,23 @@ test("the plan's daily request limit per account answers 429 until midnight UTC"
   const second = await moduleKey(app, (await login(app, a.email)).access_token);
   assertCode(await call(app, second.key, 'GET', '/v1/usage'), 429, 'rate_limited');
   assert.equal((await call(app, keys.memberA.key, 'GET', '/v1/usage')).statusCode, 200);
+});
+
+test("the plan's daily request count outlives a restart: the same data directory keeps the day's count", async (t) => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-daily-'));
+  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const open = () => buildApp({ env: { DATA_DIR: dataDir, SCRYPT_COST: '1024' }, logger: false });
+  const first = await open();
+  const { keys } = await modulesCast(first);
+  await sql(first, "update plans set daily_requests = 3 where id = 'starter'");
+  for (let i = 0; i < 2; i++) assert.equal((await call(first, keys.ownerA.key, 'GET', '/v1/usage')).statusCode, 200);
+  // Stopped before the counts' next write: closing writes them.
+  await first.close();
+  const second = await open();
+  t.after(() => second.close());
+  assert.equal((await call(second, keys.ownerA.key, 'GET', '/v1/usage')).statusCode, 200);
+  assertCode(await call(second, keys.ownerA.key, 'GET', '/v1/usage'), 429, 'rate_limited');
+  assert.equal((await call(second, keys.memberA.key, 'GET', '/v1/usage')).statusCode, 200, "another user's count is their own");
 });
 
 test('a company admin lists and revokes its users\' AI-modules keys on the admin API keys page', async (t) => {

@@ -15,6 +15,9 @@ import { jobMigrations } from '../jobs/migrations';
 import { SqliteJobQueue } from '../jobs/sqlite-job-queue';
 import { JobWorker, type JobSchedule } from '../jobs/worker';
 import { MemoryRateLimiter } from '../rate-limit/rate-limiter';
+import { SqliteDailyCounts } from '../rate-limit/daily-counts';
+import { DailyRequestCount } from '../rate-limit/daily-count.entity';
+import { rateLimitMigrations } from '../rate-limit/migrations';
 import { Budgets } from '../rate-limit/budgets';
 import { SecretBox } from '../crypto/secret-box';
 import { loadSecrets, type Secrets } from '../secrets';
@@ -59,8 +62,8 @@ export interface Kernel {
 
 /** The kernel's own tables (the mail outbox, the jobs) and their migrations. */
 export const kernelSchema: { entities: EntityClass[]; migrations: MigrationEntry[] } = {
-  entities: [MailOutbox, Job],
-  migrations: [...mailMigrations, ...jobMigrations],
+  entities: [MailOutbox, Job, DailyRequestCount],
+  migrations: [...mailMigrations, ...jobMigrations, ...rateLimitMigrations],
 };
 
 export async function createKernel(
@@ -81,6 +84,8 @@ export async function createKernel(
   const checkpointer = new Checkpointer(config.databaseFile, log);
   const changes = new SqliteChangeSignal(reads);
   watchWrites(orm, changes);
+  const writer = new SqliteWriter(orm);
+  const dailyCounts = new SqliteDailyCounts(reads, writer);
   const jobs = new SqliteJobQueue(orm, { maxAttempts: config.jobs.maxAttempts });
   const worker = new JobWorker(orm, jobs, config.jobs, log);
   const retry = config.mailRetrySeconds;
@@ -94,10 +99,10 @@ export async function createKernel(
     dialect: sqliteDialect,
     reads,
     checkpointer,
-    writer: new SqliteWriter(orm),
+    writer,
     changes,
     events: new MemoryEventBus(),
-    budgets: new Budgets(new MemoryRateLimiter(config.rateLimit.windowSeconds), config.rateLimit),
+    budgets: new Budgets(new MemoryRateLimiter(config.rateLimit.windowSeconds, dailyCounts), config.rateLimit),
     mailer,
     jobs,
     worker,
@@ -107,6 +112,7 @@ export async function createKernel(
     log,
     async close() {
       await worker.stop();
+      await dailyCounts.close();
       mailer.close();
       reads.close();
       await checkpointer.close();

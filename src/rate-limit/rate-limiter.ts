@@ -1,3 +1,5 @@
+import type { DailyCountStore } from './daily-counts';
+
 /**
  * Rate-limit counters: a port. `MemoryRateLimiter` (fixed windows in this
  * process's memory) is the single-node adapter; a Redis store with the same
@@ -39,7 +41,11 @@ export class MemoryRateLimiter implements RateLimitStore {
   private nextLogSweep = 0;
   private days = new Map<string, { day: number; count: number }>();
 
-  constructor(private readonly windowSeconds: number) {}
+  /** `persisted`: where daily counts outlive the process (without it they live in memory only). */
+  constructor(
+    private readonly windowSeconds: number,
+    private readonly persisted?: DailyCountStore,
+  ) {}
 
   hit(key: string, limit: number, units = 1, nowMs = Date.now()): RateLimitDecision {
     const now = Math.floor(nowMs / 1000);
@@ -77,11 +83,15 @@ export class MemoryRateLimiter implements RateLimitStore {
     const day = Math.floor(nowMs / DAY_MS);
     let counter = this.days.get(key);
     if (!counter || counter.day !== day) {
+      // Bounded: a key dropped here is read back from the persisted counts (without them, it starts again).
       if (this.days.size > 100_000) this.days.clear();
-      this.days.set(key, (counter = { day, count: 0 }));
+      this.days.set(key, (counter = { day, count: this.persisted?.load(key, day) ?? 0 }));
     }
     const allowed = counter.count < limit;
-    if (allowed) counter.count++;
+    if (allowed) {
+      counter.count++;
+      this.persisted?.add(key, day);
+    }
     return { limit, remaining: Math.max(0, limit - counter.count), resetAt: ((day + 1) * DAY_MS) / 1000, allowed };
   }
 
