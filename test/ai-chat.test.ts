@@ -125,6 +125,24 @@ test('history is trimmed to what the model\'s context holds, newest turns kept',
   assert.deepEqual(roles, roles.map((_, i) => (i % 2 === 0 ? 'user' : 'assistant')), `no answer without its question: ${roles.join(' ')}`);
 });
 
+test("a message the model's context cannot hold is 422 and spends nothing; one that fits gets the reply room the context leaves", async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok', usage: { prompt: 10, completion: 1 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_MAX_OUTPUT_TOKENS: '1024' });
+  const { a, keys } = await modulesCast(app);
+  await sql(app, "update models set context_length = 1500 where id = 'gpt-4o-mini'");
+  const before = (await balance(app, a.companyId)).available;
+  const tooLong = await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('word '.repeat(1_600), { model: 'gpt-4o-mini' }));
+  assertCode(tooLong, 422, 'validation_error');
+  assert.match(tooLong.body, /gpt-4o-mini holds 1500/);
+  assert.equal(fake.seen.length, 0);
+  assert.equal((await balance(app, a.companyId)).available, before);
+  // About 1,000 tokens of message: the reply may have what is left of 1,500, not 1,024.
+  const fits = await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('word '.repeat(800), { model: 'gpt-4o-mini', session_id: 'fits' }));
+  assert.equal(fits.statusCode, 200, fits.body);
+  const asked = fake.seen.at(-1)!.max_tokens!;
+  assert.ok(asked >= 64 && asked < 1500 - 1000, `max_tokens ${asked}`);
+});
+
 test('a prompt in a script the estimate would count low (CJK) is held high enough to be charged in full', async (t) => {
   // About 1.2 tokens a character, as English-trained tokenizers count Chinese; four characters a token would hold a fifth of it.
   const message = '漢字の文章'.repeat(400);

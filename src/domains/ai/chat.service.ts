@@ -57,6 +57,9 @@ export interface ChatStreamHooks {
  * credits for its largest possible cost (the prompt and AI_MAX_OUTPUT_TOKENS)
  * and spends what the provider reports used.
  */
+/** The shortest reply a chat leaves room for in the model's context. */
+const MIN_REPLY_TOKENS = 64;
+
 export class ChatService {
   private readonly histories = new ChatHistoryCache(HISTORY_TURNS_MAX);
 
@@ -85,6 +88,14 @@ export class ChatService {
     }
     if (issues.length) throw AppError.validation(issues);
     const model = this.catalog.resolve(input.model ?? this.config.defaultModel);
+    // A message the model's context cannot hold with its instructions and a short reply is the caller's to shorten (a provider would answer 400, seen as 502).
+    const fixed = estimatePromptTokens([{ role: 'system', content: this.personas[input.agent as ChatAgent] }]) + estimateTokens(input.message) + 8;
+    if (fixed + MIN_REPLY_TOKENS > model.contextLength) {
+      throw AppError.validation(
+        [{ loc: ['body', 'message'], msg: `about ${fixed} tokens with the instructions; ${model.id} holds ${model.contextLength} in all, its reply included`, type: 'string_too_long' }],
+        `The message is too long for ${model.id}'s context`,
+      );
+    }
     this.engine.requireConfigured();
     if (input.webSearch) this.search.requireConfigured();
     return { caller, agent: input.agent as ChatAgent, model };
@@ -103,11 +114,12 @@ export class ChatService {
         .map((r, i) => `[${i + 1}] ${r.title} (${r.url})\n${r.content}`)
         .join('\n\n')}`;
     }
-    const maxTokens = this.config.maxOutputTokens;
     const messages: Message[] = [{ role: 'system', content: system }];
     const userTokens = estimateTokens(input.message);
-    // History fits what the model's context leaves after the system prompt, the message and the reply.
-    let room = model.contextLength - maxTokens - estimatePromptTokens(messages) - userTokens - 8;
+    const fixed = estimatePromptTokens(messages) + userTokens + 8;
+    // The reply gets what the context leaves, up to AI_MAX_OUTPUT_TOKENS; history fits what remains after it.
+    const maxTokens = Math.max(MIN_REPLY_TOKENS, Math.min(this.config.maxOutputTokens, model.contextLength - fixed));
+    let room = model.contextLength - maxTokens - fixed;
     const kept: Message[] = [];
     for (const turn of history) {
       room -= turn.tokens + 4;
