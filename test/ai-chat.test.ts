@@ -125,6 +125,17 @@ test('history is trimmed to what the model\'s context holds, newest turns kept',
   assert.deepEqual(roles, roles.map((_, i) => (i % 2 === 0 ? 'user' : 'assistant')), `no answer without its question: ${roles.join(' ')}`);
 });
 
+test('a model priced past what one ledger write may move answers 402 CREDIT_EXHAUSTED, not a validation error of a field the caller never sent', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok' }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  await sql(app, "update models set credit_cost = 2147483647 where id = 'gpt-4o-mini'");
+  const res = await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi', { model: 'gpt-4o-mini' }));
+  assertCode(res, 402, 'CREDIT_EXHAUSTED');
+  assert.equal(res.json().balance, 2000);
+  assert.equal(fake.seen.length, 0);
+});
+
 test("a message the model's context cannot hold is 422 and spends nothing; one that fits gets the reply room the context leaves", async (t) => {
   const fake = await fakeOpenAi(t, () => ({ content: 'ok', usage: { prompt: 10, completion: 1 } }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_MAX_OUTPUT_TOKENS: '1024' });

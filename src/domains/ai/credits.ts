@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../../errors/catalog';
 import type { ModuleCaller } from '../../auth/policy';
-import type { AlongsideWrite, BillingApi, Hold } from '../billing';
+import { MAX_CREDITS_PER_WRITE, type AlongsideWrite, type BillingApi, type Hold } from '../billing';
 import type { ModelView } from '../catalog';
 
 /** Credits for `tokens` of a model: tokens ÷ 1,000 × its credit cost, rounded up. */
@@ -24,6 +24,11 @@ export class ModuleCredits {
     caller: { companyId: string; userId: string | null; keyId: string | null },
     input: { credits: number; key: string; feature: string; model?: string | null; timeoutSeconds?: number },
   ): Promise<Hold> {
+    if (input.credits > MAX_CREDITS_PER_WRITE) {
+      // A model priced past anything a ledger write may move: no balance covers the hold (the ledger would call the amount invalid).
+      const balance = this.billing.ledger.balance(caller.companyId).available;
+      throw new AppError('insufficient_credits', `needs ${input.credits} credits; balance ${balance}`, { extra: { required: input.credits, balance } });
+    }
     return this.billing.ledger.reserve({
       companyId: caller.companyId,
       credits: Math.max(1, input.credits),
