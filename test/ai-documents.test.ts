@@ -140,6 +140,17 @@ test('with a provider /rag/query is grounded in the passages and costs its token
   assert.equal(fake.seen.length, 1);
 });
 
+test('a text file saved as Windows-1252 is read as such, its euro signs and accents intact', async (t) => {
+  const app = await build(t);
+  const { keys } = await modulesCast(app);
+  const bytes = Buffer.concat([Buffer.from('The menu of the caf', 'latin1'), Buffer.from([0xe9]), Buffer.from(' costs ', 'latin1'), Buffer.from([0x80]), Buffer.from('5 ', 'latin1'), Buffer.from([0x96]), Buffer.from(' lunch included.', 'latin1')]);
+  const res = await upload(app, keys.ownerA.key, bytes, 'menu.txt');
+  assert.equal(res.statusCode, 201, res.body);
+  const query = await call(app, keys.ownerA.key, 'POST', '/v1/rag/query', { query: 'menu lunch' });
+  assert.equal(query.statusCode, 200, query.body);
+  assert.match(query.json().sources[0].snippet, /café costs €5 – lunch included/);
+});
+
 test("documents never cross users or companies: lists, queries, doc_ids and deletes", async (t) => {
   const app = await build(t);
   const { keys, tokens } = await modulesCast(app);

@@ -179,6 +179,22 @@ test('a workbook with an entry its directory does not list is refused (422): a s
   assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from bulk_jobs'))[0]!.n, 1);
 });
 
+test('a CSV saved as Windows-1252 (Excel on Windows) is read as such: its accents, dashes and euro signs reach the model and the result file as written', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok' }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const text = 'Café très bien – €5';
+  // é è in Latin-1, the en dash 0x96 and the euro sign 0x80 in Windows-1252's own range: not UTF-8.
+  const bytes = Buffer.concat([Buffer.from('id;review\r\n1;Caf', 'latin1'), Buffer.from([0xe9]), Buffer.from(' tr', 'latin1'), Buffer.from([0xe8]), Buffer.from('s bien ', 'latin1'), Buffer.from([0x96, 0x20, 0x80]), Buffer.from('5\r\n', 'latin1')]);
+  const res = await submit(app, keys.ownerA.key, bytes, 'reviews.csv', { input_column: 'review', prompt_template: '{text}' });
+  assert.equal(res.statusCode, 202, res.body);
+  const id = res.json().job_id as string;
+  assert.equal((await finished(app, keys.ownerA.key, id)).status, 'completed');
+  assert.equal(fake.seen[0]!.messages.at(-1)!.content, text);
+  const file = await app.inject({ method: 'GET', url: `/v1/bulk/download/${id}`, headers: { authorization: `Bearer ${keys.ownerA.key}` } });
+  assert.match(file.body, new RegExp(`1;${text};ok`));
+});
+
 test("a cell's $ sequences reach the model as written, not as replacement patterns of the template", async (t) => {
   const fake = await fakeOpenAi(t, classify());
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });

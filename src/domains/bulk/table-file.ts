@@ -1,12 +1,13 @@
 import fs from 'node:fs';
 import { once } from 'node:events';
+import { pipeline } from 'node:stream/promises';
 import type { Writable } from 'node:stream';
 import { parse } from 'csv-parse';
 import { stringify } from 'csv-stringify';
 import ExcelJS from 'exceljs';
 import { fileTypeFromBuffer } from 'file-type';
 import { AppError } from '../../errors/catalog';
-import { cellText, decodeText, zipEntries, type ExtractLimits } from '../documents';
+import { cellText, decodeTextAs, decodeWindows1252, zipEntries, type ExtractLimits } from '../documents';
 
 export const tableKinds = ['csv', 'xlsx'] as const;
 export type TableKind = (typeof tableKinds)[number];
@@ -68,6 +69,23 @@ async function head(path: string): Promise<Buffer> {
   }
 }
 
+/** Rewrites the Windows-1252 file at `path` as UTF-8, streamed. */
+async function toUtf8(path: string): Promise<void> {
+  const converted = `${path}.utf8`;
+  try {
+    await pipeline(
+      fs.createReadStream(path),
+      async function* (source: AsyncIterable<Buffer>) {
+        for await (const chunk of source) yield decodeWindows1252(chunk);
+      },
+      fs.createWriteStream(converted),
+    );
+    await fs.promises.rename(converted, path);
+  } finally {
+    await fs.promises.rm(converted, { force: true });
+  }
+}
+
 /** A UTF-8 prefix cut at a character boundary (a read of the first bytes may split one). */
 function wholeCharacters(bytes: Buffer, complete: boolean): Buffer {
   if (complete) return bytes;
@@ -112,13 +130,15 @@ export async function sniffTable(path: string, filename: string, limits: Extract
     if (!names.includes('xl/workbook.xml')) throw unsupported('The file is a zip archive, not an Excel workbook');
     kind = 'xlsx';
   } else {
-    const text = decodeText(wholeCharacters(bytes, bytes.length === size));
-    if (text === null) {
+    const decoded = decodeTextAs(wholeCharacters(bytes, bytes.length === size));
+    if (decoded === null) {
       const type = await fileTypeFromBuffer(bytes);
       throw unsupported(type ? `The file is ${type.mime}` : 'The file is binary content of no accepted type');
     }
+    // Read as UTF-8 from here on (the rows, the result file): a legacy CSV is converted once.
+    if (decoded.encoding === 'windows-1252') await toUtf8(path);
     kind = 'csv';
-    delimiter = sniffDelimiter(text.replace(/^\uFEFF/, ''));
+    delimiter = sniffDelimiter(decoded.text.replace(/^\uFEFF/, ''));
   }
   const named = extension === 'xlsx' ? 'xlsx' : extension === 'csv' || extension === 'txt' || extension === 'tsv' ? 'csv' : undefined;
   if (named && named !== kind) throw unsupported(`The content is ${kind === 'xlsx' ? 'an Excel workbook' : 'text'} but the file name says .${extension}`);

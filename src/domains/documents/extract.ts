@@ -164,20 +164,48 @@ async function entriesTileTheFile(source: Buffer | string, spans: EntrySpan[]): 
   }
 }
 
-/** Text of a file that is text: UTF-8 (a BOM allowed) or UTF-16 with its BOM, few control characters; null otherwise. */
-export function decodeText(bytes: Buffer): string | null {
+export type TextEncoding = 'utf-8' | 'utf-16le' | 'utf-16be' | 'windows-1252';
+
+/** Windows-1252's characters at 0x80 to 0x9F (five bytes there are unassigned and stay C1 controls). */
+const CP1252_HIGH = '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178';
+
+/**
+ * Windows-1252 bytes as text. Node's TextDecoder takes the label but decodes
+ * ISO-8859-1, where 0x80 to 0x9F are control characters rather than the euro
+ * sign, dashes and quotes Excel writes there. One byte a character, so any
+ * chunk of a file decodes on its own.
+ */
+export function decodeWindows1252(bytes: Buffer): string {
+  return bytes.toString('latin1').replace(/[\u0080-\u009f]/g, (c) => CP1252_HIGH[c.charCodeAt(0) - 0x80]!);
+}
+
+/**
+ * Text of a file that is text, and the encoding it was read in: UTF-8 (a BOM
+ * allowed) or UTF-16 with its BOM, else Windows-1252 (what Excel on Windows
+ * saves a CSV in, the ISO-8859-1 letters included), with few control
+ * characters; null otherwise (binary content).
+ */
+export function decodeTextAs(bytes: Buffer): { text: string; encoding: TextEncoding } | null {
   let text: string;
+  let encoding: TextEncoding;
   try {
-    if (bytes[0] === 0xff && bytes[1] === 0xfe) text = new TextDecoder('utf-16le', { fatal: true }).decode(bytes.subarray(2));
-    else if (bytes[0] === 0xfe && bytes[1] === 0xff) text = new TextDecoder('utf-16be', { fatal: true }).decode(bytes.subarray(2));
-    else text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+    if (bytes[0] === 0xff && bytes[1] === 0xfe) [text, encoding] = [new TextDecoder('utf-16le', { fatal: true }).decode(bytes.subarray(2)), 'utf-16le'];
+    else if (bytes[0] === 0xfe && bytes[1] === 0xff) [text, encoding] = [new TextDecoder('utf-16be', { fatal: true }).decode(bytes.subarray(2)), 'utf-16be'];
+    else [text, encoding] = [new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes), 'utf-8'];
   } catch {
-    return null;
+    if (bytes[0] === 0xff || bytes[0] === 0xfe) return null;
+    // Not UTF-8: a single-byte legacy encoding reads any bytes, so only the checks below tell text from binary.
+    [text, encoding] = [decodeWindows1252(bytes), 'windows-1252'];
   }
   if (text.includes('\u0000')) return null;
   // Control characters other than tab, newline, form feed and carriage return mark binary content.
   const controls = (text.match(/[^\P{Cc}\t\n\f\r]/gu) ?? []).length;
-  return controls > text.length / 100 ? null : text;
+  return controls > text.length / 100 ? null : { text, encoding };
+}
+
+/** Text of a file that is text (see decodeTextAs); null otherwise. */
+export function decodeText(bytes: Buffer): string | null {
+  return decodeTextAs(bytes)?.text ?? null;
 }
 
 function looksLikeCsv(text: string): boolean {
