@@ -49,12 +49,12 @@ async function webServer(t: TestContext) {
 }
 
 /** The fake model's part in research: a plan as JSON, a summary of each page, and a report citing them. */
-function researcher(options: { delayMs?: number; failOn?: 'plan' | 'summary' | 'report' } = {}) {
+function researcher(options: { delayMs?: number; failOn?: 'plan' | 'summary' | 'report'; failStatus?: number } = {}) {
   return (request: SeenRequest): FakeReply => {
     const system = request.messages[0]?.content ?? '';
     const delay = options.delayMs ? { delayMs: options.delayMs } : {};
     if (system.startsWith('You plan web research')) {
-      if (options.failOn === 'plan') return { status: 500 };
+      if (options.failOn === 'plan') return { status: options.failStatus ?? 500 };
       const n = Number(/exactly (\d+)/.exec(system)![1]);
       return { ...delay, content: JSON.stringify({ queries: Array.from({ length: n }, (_, i) => `energy question ${i + 1}`) }), usage: { prompt: 50, completion: 20 } };
     }
@@ -180,6 +180,20 @@ test('a research job that fails returns its credits: status failed with the erro
   assert.equal(status.report, null);
   assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000);
   assert.equal(await held(app), 0);
+  await assertLedgerAddsUp(app);
+});
+
+test('a provider that refuses the request itself (400) fails the research at once, not after every retry, and the job shows when it started', async (t) => {
+  const { app, fake } = await setup(t, {}, { failOn: 'plan', failStatus: 400 });
+  const { a, keys } = await modulesCast(app);
+  const id = (await call(app, keys.ownerA.key, 'POST', '/v1/research/start', { query: 'q' })).json().job_id as string;
+  await app.kernel.worker.drain();
+  const status = (await call(app, keys.ownerA.key, 'GET', `/v1/research/status/${id}`)).json();
+  assert.equal(status.status, 'failed');
+  assert.match(status.error, /^ai_provider_error: The AI provider answered 400/);
+  assert.notEqual(status.started_at, null);
+  assert.equal(fake.seen.filter((r) => r.messages[0]?.content?.startsWith('You plan web research')).length, 1, 'asked once');
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000);
   await assertLedgerAddsUp(app);
 });
 

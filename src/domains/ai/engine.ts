@@ -202,6 +202,21 @@ function usageOf(usage: OpenAI.CompletionUsage | undefined | null, messages: rea
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, estimated: true };
 }
 
+/**
+ * Whether work that failed may succeed when run again (a bulk row, a
+ * research step): not when the provider refused the request itself (a 4xx
+ * other than 408 and 429: a model it lacks, a request it rejects), nor any
+ * other 4xx; yes for time-outs, the provider's 5xx and unexpected errors.
+ */
+export function worthRetrying(error: unknown): boolean {
+  if (!(error instanceof AppError)) return true;
+  if (error.code === 'ai_provider_error') {
+    const status = error.extra.provider_status;
+    return typeof status !== 'number' || status >= 500 || status === 408 || status === 429;
+  }
+  return error.status >= 500;
+}
+
 /** What a provider failure is to the caller, after the SDK's retries. */
 function providerError(error: unknown): AppError {
   if (error instanceof AppError) return error;

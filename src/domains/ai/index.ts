@@ -23,7 +23,7 @@ export { AgentService, agentTools, AGENT_TASK_MAX, type AgentTool, type AgentRun
 export { calculate } from './tools/calculator';
 export { runCode, DEFAULT_CODE_LIMITS, type CodeRunResult, type CodeRunLimits } from './tools/code-runner';
 export { ModuleAccountService, type KeyVerification, type ModuleUsage } from './account.service';
-export { AiEngine, ProviderCallAborted, estimateTokens, holdTokens, type Completion, type TokenUsage } from './engine';
+export { AiEngine, ProviderCallAborted, estimateTokens, holdTokens, worthRetrying, type Completion, type TokenUsage } from './engine';
 export { ModuleCredits, creditsFor, modulesApiSpelling } from './credits';
 export { WebSearch, type SearchResult } from './web-search';
 export { type AiConfig, loadAiConfig } from './config';

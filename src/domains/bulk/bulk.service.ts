@@ -15,7 +15,7 @@ import { storedFileName } from '../../file-name';
 import { canSeeJob, requireJobCaller, type JobCaller } from '../../auth/policy';
 import type { Principal } from '../../auth/principal';
 import { checkPage, type Page } from '../../pagination';
-import { creditsFor, holdTokens, modulesApiSpelling, type AiApi } from '../ai';
+import { creditsFor, holdTokens, modulesApiSpelling, worthRetrying, type AiApi } from '../ai';
 import type { CatalogService, ModelView } from '../catalog';
 import type { ExtractLimits } from '../documents';
 import { Company, User } from '../identity';
@@ -152,7 +152,6 @@ const rowView = (r: RowRow, inputIndex: number): BulkRowView => ({
 });
 
 /** A provider failure another try may mend: a time-out, a 429 or 5xx that outlived the SDK's own retries, a lost connection. */
-const retryable = (error: unknown) => !isAppError(error) || error.code === 'ai_provider_error' || error.code === 'ai_provider_timeout';
 const outOfCredits = (error: unknown) => isAppError(error) && (error.code === 'insufficient_credits' || error.code === 'budget_exhausted');
 
 /**
@@ -565,7 +564,7 @@ export class BulkService {
           return;
         } catch (error) {
           failure = error;
-          if (signal.aborted || !retryable(error) || attempt === this.config.rowAttempts) break;
+          if (signal.aborted || !worthRetrying(error) || attempt === this.config.rowAttempts) break;
           await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)));
         }
       }

@@ -10,7 +10,7 @@ import { canSeeJob, requireJobCaller, type JobCaller } from '../../auth/policy';
 import type { Principal } from '../../auth/principal';
 import { checkPage, type Page } from '../../pagination';
 import { fetchPage } from '../../net/page-fetch';
-import type { AiApi, Completion } from '../ai';
+import { worthRetrying, type AiApi, type Completion } from '../ai';
 import type { CatalogService, ModelView } from '../catalog';
 import { Company, User } from '../identity';
 import type { ResearchConfig } from './config';
@@ -256,7 +256,7 @@ export class ResearchService {
       }
       // Stopping (or the lease lost) is no failure of the research: the step runs again.
       if (run.signal.aborted) throw error;
-      const retry = !(isAppError(error) && error.status < 500) && run.attempt < run.maxAttempts;
+      const retry = worthRetrying(error) && run.attempt < run.maxAttempts;
       if (retry) throw error;
       em.clear();
       await this.fail(job.id, failureText(error));
@@ -277,6 +277,8 @@ export class ResearchService {
     if (job.status === 'queued') {
       job.status = 'running';
       job.startedAt = new Date();
+      // Written now, not with the step: a first step that fails and is retried shows the job running, and a failed one when it started.
+      await em.flush();
     }
     if (k === 0) {
       job.phase = 'planning';
