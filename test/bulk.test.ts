@@ -140,6 +140,9 @@ test('refused up front, nothing kept: a template without {text}, a missing colum
   assertCode(noColumn, 422, 'validation_error');
   assert.deepEqual(noColumn.json().columns, ['id', 'review']);
   assert.match(noColumn.json().detail, /its columns are: id, review/);
+  const twice = await submit(app, keys.ownerA.key, makeCsv([['review', 'review'], ['a', 'b']]), 'r.csv');
+  assertCode(twice, 422, 'validation_error');
+  assert.match(twice.body, /more than one column \\"review\\"/);
   assertCode(await submit(app, keys.ownerA.key, makePng(), 'r.csv'), 415, 'unsupported_media_type');
   assertCode(await submit(app, keys.ownerA.key, makeCsv(ROWS), 'r.xlsx'), 415, 'unsupported_media_type');
   assertCode(await submit(app, keys.ownerA.key, Buffer.alloc(100 * 1024, 'a,b\n'), 'big.csv'), 413, 'payload_too_large');

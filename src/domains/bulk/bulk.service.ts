@@ -217,6 +217,10 @@ export class BulkService {
         const issues = [{ loc: ['body', 'input_column'], msg: `the file has no column "${fields.inputColumn}"`, type: 'value_error' }];
         throw new AppError('validation_error', `The file has no column "${fields.inputColumn}"; its columns are: ${header.join(', ')}`, { extra: { errors: issues, columns: header } });
       }
+      if (header.indexOf(fields.inputColumn, inputIndex + 1) >= 0) {
+        // Two columns of that name: which one is meant cannot be guessed.
+        throw AppError.validation([{ loc: ['body', 'input_column'], msg: `the file has more than one column "${fields.inputColumn}"; rename one`, type: 'value_error' }]);
+      }
       const taken = [fields.outputColumn, `${fields.outputColumn}_error`].find((name) => header.includes(name));
       if (taken) {
         // The result file adds both columns beside the input's: a name the file has would appear twice.
