@@ -9,6 +9,8 @@ import { bearer, login, seedOwner, sql } from './helper';
 import { sha256Hex } from '../src/auth/tokens';
 import { stderrLogger } from '../src/kernel/logger';
 import { loggableError } from '../src/kernel/log-redaction';
+import { GraphQLError } from 'graphql';
+import { AppError } from '../src/errors/catalog';
 
 /** An app logging JSON lines at `level` into an array (as test/logging.test.ts). */
 async function appWithLog(t: { after: (fn: () => unknown) => void }, level = 'info') {
@@ -158,4 +160,17 @@ test('the kernel logger of the CLI and atrium subgraph redacts the same way', as
   const text = loggableError(new Error("insert into `users` (`password_hash`) values ('scrypt$1$2$3$salt$key')"));
   assert.match(text, /values \('\?'\)/);
   assert.doesNotMatch(text, /scrypt\$/);
+});
+
+test('a refusal a library logs at error level (mercurius: a refused subscription) is one info line without a stack; a real error stays an error', async (t) => {
+  const { app, lines } = await appWithLog(t);
+  const refused = new GraphQLError('No bulk job of yours with this id', { originalError: new AppError('not_found', 'No bulk job of yours with this id') });
+  lines.length = 0;
+  app.log.error([refused]);
+  app.log.error(new Error('the disk is full'));
+  app.log.error([refused, new GraphQLError('boom', { originalError: new Error('boom') })]);
+  const records = lines.map((line) => JSON.parse(line) as { level: number; msg: string; refused?: unknown; stack?: string });
+  assert.deepEqual(records[0], { ...records[0], level: 30, msg: 'operation refused', refused: [{ code: 'not_found', status: 404 }] });
+  assert.equal(JSON.stringify(records[0]).includes('at '), false, 'no stack');
+  assert.deepEqual(records.slice(1).map((r) => r.level), [50, 50], 'anything else is logged as it was');
 });

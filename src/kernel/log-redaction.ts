@@ -157,6 +157,27 @@ export function redactLogRecord(record: Record<string, unknown>): Record<string,
 }
 
 const WARN = 40;
+const ERROR = 50;
+
+/** An error as the caller's own refusal: an application error under 500, alone or wrapped by GraphQL (`originalError`). */
+function refusal(error: unknown): { code: unknown; status: number } | null {
+  const original = (error as { originalError?: unknown } | null)?.originalError ?? error;
+  if (!(original instanceof Error)) return null;
+  const { code, status } = original as { code?: unknown; status?: unknown };
+  return typeof status === 'number' && status < 500 && typeof code === 'string' ? { code, status } : null;
+}
+
+/**
+ * The errors of a library's `log.error(errors)` that are refusals the caller
+ * was answered with (mercurius logs a refused subscription, another
+ * company's job, at error level with its stack): their codes, or null when
+ * anything in it is a real failure.
+ */
+function refusalsOnly(arg: unknown): { code: unknown; status: number }[] | null {
+  const list = Array.isArray(arg) ? arg : [arg];
+  const found = list.map(refusal);
+  return found.length && found.every((r) => r !== null) ? (found as { code: unknown; status: number }[]) : null;
+}
 
 /** serializeError as pino's `err` serializer is typed. */
 const serializedError = (error: unknown) => serializeError(error) as { type: string; message: string; stack: string; [key: string]: unknown };
@@ -171,7 +192,10 @@ export function pinoRedaction() {
     redact: { paths: PINO_PATHS, censor: REDACTED },
     serializers: { err: serializedError, error: serializedError },
     hooks: {
-      logMethod(this: unknown, args: unknown[], method: (...args: unknown[]) => void, level: number) {
+      logMethod(this: { info(record: object, message: string): void }, args: unknown[], method: (...args: unknown[]) => void, level: number) {
+        // A refusal the caller was answered with is no server error: one info line, no stack (else anyone could fill the error log).
+        const refused = level >= ERROR && args.length === 1 ? refusalsOnly(args[0]) : null;
+        if (refused) return this.info({ refused }, 'operation refused');
         if (level >= WARN) {
           // A plain object is the record, an Error goes to the serializer, strings are the message.
           args = args.map((arg) => (typeof arg === 'string' ? scrubText(arg) : arg instanceof Error ? arg : redactDeep(arg)));
