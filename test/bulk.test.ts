@@ -69,6 +69,7 @@ test('CSV round trip: each row through the template, the result CSV carries the 
   assert.equal(file.statusCode, 200);
   assert.match(file.headers['content-type'] as string, /^text\/csv/);
   assert.match(file.headers['content-disposition'] as string, /reviews-results\.csv/);
+  assert.notEqual(file.rawPayload[0], 0xef, 'no byte-order mark the input did not have');
   const rows = parse(file.body) as string[][];
   assert.deepEqual(rows[0], ['id', 'review', 'AI_Result', 'AI_Result_error']);
   assert.deepEqual(rows.slice(1), [
@@ -196,6 +197,21 @@ test('a CSV saved as Windows-1252 (Excel on Windows) is read as such: its accent
   assert.equal(fake.seen[0]!.messages.at(-1)!.content, text);
   const file = await app.inject({ method: 'GET', url: `/v1/bulk/download/${id}`, headers: { authorization: `Bearer ${keys.ownerA.key}` } });
   assert.match(file.body, new RegExp(`1;${text};ok`));
+  // UTF-8 now, with a byte-order mark, so Excel on Windows reads it as UTF-8 rather than its legacy encoding.
+  assert.deepEqual([...file.rawPayload.subarray(0, 3)], [0xef, 0xbb, 0xbf]);
+});
+
+test("a UTF-8 CSV's byte-order mark is kept in its result file", async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok' }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const res = await submit(app, keys.ownerA.key, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), makeCsv(ROWS)]), 'r.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const id = res.json().job_id as string;
+  assert.equal((await finished(app, keys.ownerA.key, id)).status, 'completed');
+  const file = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`);
+  assert.deepEqual([...file.rawPayload.subarray(0, 3)], [0xef, 0xbb, 0xbf]);
+  assert.deepEqual((parse(file.body, { bom: true }) as string[][])[0], ['id', 'review', 'AI_Result', 'AI_Result_error']);
 });
 
 test("a cell's $ sequences reach the model as written, not as replacement patterns of the template", async (t) => {

@@ -12,7 +12,7 @@ import type { JobState } from '../research';
 @Index({ properties: ['company', 'createdAt'] })
 @Index({ properties: ['user', 'createdAt'] })
 export class BulkJob {
-  [OptionalProps]?: 'id' | 'createdAt' | 'updatedAt' | 'status' | 'totalRows' | 'rowsCompleted' | 'rowsFailed' | 'creditsUsed';
+  [OptionalProps]?: 'id' | 'createdAt' | 'updatedAt' | 'status' | 'totalRows' | 'rowsCompleted' | 'rowsFailed' | 'creditsUsed' | 'bom';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -36,6 +36,10 @@ export class BulkJob {
 
   @Property({ type: 'string', length: 1 })
   delimiter!: string;
+
+  /** A CSV result starts with a byte-order mark: the input had one, or was Windows-1252 (Excel then reads the UTF-8 right). */
+  @Property({ type: 'boolean', default: false })
+  bom: boolean = false;
 
   /** The header row, as JSON text. */
   @Property({ type: 'text' })

@@ -90,6 +90,8 @@ interface JobRow {
   filename: string;
   format: TableKind;
   delimiter: string;
+  /** 1 when a CSV result starts with a byte-order mark. */
+  bom: number;
   columns: string;
   input_column: string;
   input_index: number;
@@ -243,6 +245,7 @@ export class BulkService {
           filename: storedFileName(input.filename, `upload.${format.kind}`),
           format: format.kind,
           delimiter: format.delimiter,
+          bom: format.bom,
           columns: JSON.stringify(header),
           inputColumn: fields.inputColumn,
           inputIndex,
@@ -351,7 +354,7 @@ export class BulkService {
     return {
       filename: `${base}-results.${job.format}`,
       mime: TABLE_MIME[job.format],
-      write: (out) => writeTable(out, { kind: job.format, delimiter: job.delimiter } satisfies TableFormat, header, rows()),
+      write: (out) => writeTable(out, { kind: job.format, delimiter: job.delimiter, bom: job.bom === 1 } satisfies TableFormat, header, rows()),
     };
   }
 
@@ -379,7 +382,7 @@ export class BulkService {
       if (job?.upload_path && terminal(job.status)) await this.dropUpload(job);
       return;
     }
-    const format: TableFormat = { kind: job.format, delimiter: job.delimiter };
+    const format: TableFormat = { kind: job.format, delimiter: job.delimiter, bom: job.bom === 1 };
     let idx = 0;
     let batch: [number, string][] = [];
     const flush = async () => {

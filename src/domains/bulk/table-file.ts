@@ -56,6 +56,11 @@ export interface TableFormat {
   kind: TableKind;
   /** A CSV's field delimiter (, ; or tab), decided from its first line. */
   delimiter: string;
+  /**
+   * The CSV result starts with a byte-order mark: the input had one, or was
+   * Windows-1252 (Excel reads a UTF-8 CSV without one as its legacy encoding).
+   */
+  bom: boolean;
 }
 
 async function head(path: string): Promise<Buffer> {
@@ -125,6 +130,7 @@ export async function sniffTable(path: string, filename: string, limits: Extract
   const extension = /\.([A-Za-z0-9]+)$/.exec(filename)?.[1]?.toLowerCase();
   let kind: TableKind;
   let delimiter = ',';
+  let bom = false;
   if (bytes.length >= 4 && bytes.readUInt32LE(0) === 0x04034b50) {
     const names = await zipEntries(path, limits);
     if (!names.includes('xl/workbook.xml')) throw unsupported('The file is a zip archive, not an Excel workbook');
@@ -137,12 +143,13 @@ export async function sniffTable(path: string, filename: string, limits: Extract
     }
     // Read as UTF-8 from here on (the rows, the result file): a legacy CSV is converted once.
     if (decoded.encoding === 'windows-1252') await toUtf8(path);
+    bom = decoded.encoding !== 'utf-8' || (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf);
     kind = 'csv';
     delimiter = sniffDelimiter(decoded.text.replace(/^\uFEFF/, ''));
   }
   const named = extension === 'xlsx' ? 'xlsx' : extension === 'csv' || extension === 'txt' || extension === 'tsv' ? 'csv' : undefined;
   if (named && named !== kind) throw unsupported(`The content is ${kind === 'xlsx' ? 'an Excel workbook' : 'text'} but the file name says .${extension}`);
-  return { kind, delimiter };
+  return { kind, delimiter, bom };
 }
 
 /**
@@ -212,7 +219,7 @@ export function guardCell(text: string): string {
 /** Writes a table (the header, then each row) to `out` as CSV or .xlsx, streamed with back-pressure. */
 export async function writeTable(out: Writable, format: TableFormat, header: string[], rows: AsyncIterable<TableCell[]>): Promise<void> {
   if (format.kind === 'csv') {
-    const csv = stringify({ delimiter: format.delimiter });
+    const csv = stringify({ delimiter: format.delimiter, bom: format.bom });
     csv.pipe(out);
     const write = async (row: TableCell[]) => {
       if (!csv.write(row)) await once(csv, 'drain');
