@@ -14,8 +14,9 @@ import { createCompanyKey } from './helper';
 import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
 import { fakeOpenAi } from './fake-ai';
 import { assertLedgerAddsUp } from './ledger-helper';
-import { makeCsv, makePng, makeXlsx, makeZipBomb, multipartForm, withHiddenEntry } from './fixtures/document-files';
+import { makeCsv, makePng, makeXlsx, makeZipBomb, multipartForm, withHiddenEntry, withSmuggledEntry } from './fixtures/document-files';
 import { inContext } from '../src/boot';
+import { DEFAULT_EXTRACT_LIMITS, zipEntries } from '../src/domains/documents';
 
 const FIELDS = { input_column: 'review', prompt_template: 'Classify the sentiment of: {text}' };
 const ROWS: (string | number)[][] = [
@@ -181,6 +182,16 @@ test('a workbook with an entry its directory does not list is refused (422): a s
   assertCode(refused, 422, 'validation_error');
   assert.match(refused.json().detail, /not a readable zip file/);
   assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from bulk_jobs'))[0]!.n, 1);
+  // Listed, but ended early by a fake data descriptor inside it, so a streaming reader reads an entry hidden in its data:
+  // caught whether the directory admits the descriptor (its signature in a stored entry) or not (the flags disagree).
+  const strings = Buffer.from('<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>smuggled</t></si></sst>');
+  for (const directoryFlags of [0x8, 0]) {
+    const smuggled = withSmuggledEntry(workbook, 'xl/sharedStrings.xml', strings, directoryFlags);
+    const answer = await submit(app, keys.ownerA.key, smuggled, 'r.xlsx');
+    assertCode(answer, 422, 'validation_error');
+    assert.match(answer.json().detail, /not a readable zip file/);
+  }
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from bulk_jobs'))[0]!.n, 1);
 });
 
 test('a CSV saved as Windows-1252 (Excel on Windows) is read as such: its accents, dashes and euro signs reach the model and the result file as written', async (t) => {
@@ -212,6 +223,11 @@ test("a UTF-8 CSV's byte-order mark is kept in its result file", async (t) => {
   const file = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`);
   assert.deepEqual([...file.rawPayload.subarray(0, 3)], [0xef, 0xbb, 0xbf]);
   assert.deepEqual((parse(file.body, { bom: true }) as string[][])[0], ['id', 'review', 'AI_Result', 'AI_Result_error']);
+});
+
+test('the zip checks take zip64 data descriptors (Python zipfile writing to a pipe): the entries are listed, not refused', async () => {
+  const workbook = fs.readFileSync(path.resolve(__dirname, '../../test/fixtures/python-zip64-stream.xlsx'));
+  assert.deepEqual(await zipEntries(workbook, DEFAULT_EXTRACT_LIMITS), ['[Content_Types].xml', '_rels/.rels', 'xl/workbook.xml', 'xl/_rels/workbook.xml.rels', 'xl/worksheets/sheet1.xml']);
 });
 
 test("a cell's $ sequences reach the model as written, not as replacement patterns of the template", async (t) => {

@@ -1,11 +1,12 @@
 import fs from 'node:fs/promises';
+import zlib from 'node:zlib';
 import { Readable } from 'node:stream';
 import { fileTypeFromBuffer } from 'file-type';
 import yauzl from 'yauzl';
 import mammoth from 'mammoth';
 import ExcelJS from 'exceljs';
 import { parse as parseCsv } from 'csv-parse/sync';
-import { AppError } from '../../errors/catalog';
+import { AppError, isAppError } from '../../errors/catalog';
 
 export const documentKinds = ['pdf', 'docx', 'xlsx', 'txt', 'csv'] as const;
 export type DocumentKind = (typeof documentKinds)[number];
@@ -61,25 +62,37 @@ const tooLarge = (detail: string) => new AppError('payload_too_large', detail);
 const unreadable = (kind: string, _cause?: unknown) => AppError.validation([{ loc: ['body', 'file'], msg: `not a readable ${kind} file`, type: 'file' }], `The file is not a readable ${kind} file`);
 
 /**
- * The names of a zip's entries (in memory, or a file on disk), refused (413)
- * when the central directory describes a decompression bomb, or when an
- * entry unpacks to more than its header declares: each entry is inflated
- * once and discarded, so sizes a forged header understates cannot pass (a
- * 300 KB workbook declaring 1 KB unpacked to 300 MB in the reader after).
+ * The names of a zip's entries (in memory, or a file on disk), refused when
+ * it is a decompression bomb (413) or when a reader that walks its local
+ * headers in file order, as exceljs's streaming workbook reader does, could
+ * read anything other than what its central directory lists (422):
+ * - the directory's sizes, counts and ratio are checked first;
+ * - each entry's local header must agree with its directory entry (name,
+ *   method, the data-descriptor flag, the sizes), and each entry is
+ *   inflated once and discarded, at most to its declared size, its deflate
+ *   stream ending exactly where the directory says the entry ends (a stored
+ *   entry sized by a trailing descriptor may not hold that descriptor's
+ *   signature, where a streaming reader would end it early);
+ * - the entries must follow one another from the first byte to the
+ *   directory, with nothing between them.
  */
 export function zipEntries(source: Buffer | string, limits: ExtractLimits): Promise<string[]> {
   return new Promise((resolve, reject) => {
     const open = (callback: (error: Error | null, zip?: yauzl.ZipFile) => void) =>
       typeof source === 'string'
-        ? yauzl.open(source, { lazyEntries: true, validateEntrySizes: true, autoClose: true }, callback)
-        : yauzl.fromBuffer(source, { lazyEntries: true, validateEntrySizes: true }, callback);
+        ? yauzl.open(source, { lazyEntries: true, autoClose: false }, callback)
+        : yauzl.fromBuffer(source, { lazyEntries: true }, callback);
     open((error, zip) => {
       if (error || !zip) return reject(unreadable('zip', error));
       const names: string[] = [];
       const spans: EntrySpan[] = [];
       let total = 0;
       let compressed = 0;
-      zip.on('error', (e) => reject(unreadable('zip', e)));
+      const fail = (problem: AppError) => {
+        zip.close();
+        reject(problem);
+      };
+      zip.on('error', (e) => fail(unreadable('zip', e)));
       zip.on('entry', (entry: yauzl.Entry) => {
         names.push(entry.fileName);
         spans.push({ offset: entry.relativeOffsetOfLocalHeader, compressedSize: entry.compressedSize, flags: entry.generalPurposeBitFlag });
@@ -90,25 +103,15 @@ export function zipEntries(source: Buffer | string, limits: ExtractLimits): Prom
           total > limits.maxUncompressedBytes ||
           (entry.uncompressedSize > RATIO_FLOOR_BYTES && entry.uncompressedSize > limits.maxCompressionRatio * Math.max(1, entry.compressedSize));
         if (bomb) {
-          zip.close();
-          return reject(tooLarge(`The file unpacks to more than it may (a decompression bomb?): at most ${limits.maxZipEntries} entries, ${Math.round(limits.maxUncompressedBytes / 1024 / 1024)} MB unpacked and a ${limits.maxCompressionRatio}:1 ratio`));
+          return fail(tooLarge(`The file unpacks to more than it may (a decompression bomb?): at most ${limits.maxZipEntries} entries, ${Math.round(limits.maxUncompressedBytes / 1024 / 1024)} MB unpacked and a ${limits.maxCompressionRatio}:1 ratio`));
         }
-        if (entry.fileName.endsWith('/')) return zip.readEntry();
-        // validateEntrySizes makes the stream fail at the first byte past the declared size.
-        zip.openReadStream(entry, (openError, stream) => {
-          if (openError || !stream) {
-            zip.close();
-            return reject(unreadable('zip', openError));
-          }
-          stream.on('error', (e: Error) => {
-            zip.close();
-            reject(/too many bytes/i.test(e.message) ? tooLarge('The file unpacks to more than its entries declare (a decompression bomb?)') : unreadable('zip', e));
-          });
-          stream.on('end', () => zip.readEntry());
-          stream.resume();
-        });
+        checkEntry(source, zip, entry).then(
+          () => zip.readEntry(),
+          (problem: unknown) => fail(isAppError(problem) ? problem : unreadable('zip', problem)),
+        );
       });
       zip.on('end', () => {
+        zip.close();
         if (total > RATIO_FLOOR_BYTES && total > limits.maxCompressionRatio * Math.max(1, compressed)) {
           return reject(tooLarge(`The file unpacks ${Math.round(total / Math.max(1, compressed))} times its size (a decompression bomb?)`));
         }
@@ -119,6 +122,96 @@ export function zipEntries(source: Buffer | string, limits: ExtractLimits): Prom
       });
       zip.readEntry();
     });
+  });
+}
+
+const LOCAL_HEADER = 0x04034b50;
+const DESCRIPTOR = Buffer.from([0x50, 0x4b, 0x07, 0x08]);
+
+/** Bytes of a file on disk or in memory. */
+async function readAt(source: Buffer | string, position: number, length: number): Promise<Buffer> {
+  if (typeof source !== 'string') return source.subarray(position, position + length);
+  const handle = await fs.open(source, 'r');
+  try {
+    const buffer = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, position);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A zip64 extra field's sizes (header 0x0001), for a local header whose 32-bit sizes are 0xFFFFFFFF. */
+function zip64Sizes(extra: Buffer): { uncompressed: number; compressed: number } | null {
+  for (let at = 0; at + 4 <= extra.length; ) {
+    const id = extra.readUInt16LE(at);
+    const size = extra.readUInt16LE(at + 2);
+    if (id === 0x0001 && size >= 16) return { uncompressed: Number(extra.readBigUInt64LE(at + 4)), compressed: Number(extra.readBigUInt64LE(at + 12)) };
+    at += 4 + size;
+  }
+  return null;
+}
+
+/** One entry: its local header agrees with the directory, and its data unpacks as the directory says (see zipEntries). */
+async function checkEntry(source: Buffer | string, zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<void> {
+  const disagrees = (what: string) => unreadable('zip', `${entry.fileName}: the local header's ${what} differ from the directory's`);
+  const fixed = await readAt(source, entry.relativeOffsetOfLocalHeader, 30);
+  if (fixed.length < 30 || fixed.readUInt32LE(0) !== LOCAL_HEADER) throw unreadable('zip', 'no local header where the directory points');
+  const flags = fixed.readUInt16LE(6);
+  const method = fixed.readUInt16LE(8);
+  const nameLength = fixed.readUInt16LE(26);
+  const rest = await readAt(source, entry.relativeOffsetOfLocalHeader + 30, nameLength + fixed.readUInt16LE(28));
+  if (!rest.subarray(0, nameLength).equals(Buffer.from(entry.fileName, (entry.generalPurposeBitFlag & 0x800) !== 0 ? 'utf8' : 'latin1')) && rest.subarray(0, nameLength).toString('utf8') !== entry.fileName) {
+    throw disagrees('name');
+  }
+  if (method !== entry.compressionMethod) throw disagrees('method');
+  const described = (flags & 0x8) !== 0;
+  if (described !== ((entry.generalPurposeBitFlag & 0x8) !== 0)) throw disagrees('flags');
+  if (!described) {
+    let compressedSize = fixed.readUInt32LE(18);
+    let uncompressedSize = fixed.readUInt32LE(22);
+    if (compressedSize === 0xffffffff || uncompressedSize === 0xffffffff) {
+      const wide = zip64Sizes(rest.subarray(nameLength));
+      if (!wide) throw disagrees('sizes');
+      ({ compressed: compressedSize, uncompressed: uncompressedSize } = wide);
+    }
+    if (compressedSize !== entry.compressedSize || uncompressedSize !== entry.uncompressedSize) throw disagrees('sizes');
+  }
+  if (method !== 0 && method !== 8) throw unsupported('The file uses a zip compression method other than deflate');
+  const raw = await new Promise<Readable>((resolve, reject) => zip.openReadStream(entry, method === 8 ? { decompress: false } : {}, (e, stream) => (e || !stream ? reject(e) : resolve(stream))));
+  const tooMuch = () => tooLarge('The file unpacks to more than its entries declare (a decompression bomb?)');
+  if (method === 0) {
+    if (entry.compressedSize !== entry.uncompressedSize) throw disagrees('sizes');
+    if (!described) return void raw.resume();
+    // A streaming reader ends a stored entry sized by its descriptor at the first descriptor signature.
+    let tail = Buffer.alloc(0);
+    for await (const chunk of raw as AsyncIterable<Buffer>) {
+      const window = Buffer.concat([tail, chunk]);
+      if (window.includes(DESCRIPTOR)) throw unreadable('zip', `${entry.fileName}: a stored entry holds a data descriptor's signature`);
+      tail = window.subarray(Math.max(0, window.length - 3));
+    }
+    return;
+  }
+  const inflate = zlib.createInflateRaw();
+  let unpacked = 0;
+  await new Promise<void>((resolve, reject) => {
+    const stop = (problem: unknown) => {
+      raw.destroy();
+      inflate.destroy();
+      reject(problem);
+    };
+    inflate.on('data', (chunk: Buffer) => {
+      unpacked += chunk.length;
+      if (unpacked > entry.uncompressedSize) stop(tooMuch());
+    });
+    inflate.on('error', (e) => stop(unreadable('zip', e)));
+    raw.on('error', (e) => stop(unreadable('zip', e)));
+    inflate.on('end', () => {
+      // The deflate stream must end exactly where the directory ends the entry: bytes after its end are where a hidden entry would start.
+      if (inflate.bytesWritten !== entry.compressedSize || unpacked !== entry.uncompressedSize) stop(unreadable('zip', `${entry.fileName}: its data is not the size the directory says`));
+      else resolve();
+    });
+    raw.pipe(inflate);
   });
 }
 
@@ -136,32 +229,33 @@ interface EntrySpan {
  * there though the checks above never saw it.
  */
 async function entriesTileTheFile(source: Buffer | string, spans: EntrySpan[]): Promise<boolean> {
-  const handle = typeof source === 'string' ? await fs.open(source, 'r') : null;
-  const read = async (position: number, length: number): Promise<Buffer> => {
-    if (!handle) return (source as Buffer).subarray(position, position + length);
-    const buffer = Buffer.alloc(length);
-    const { bytesRead } = await handle.read(buffer, 0, length, position);
-    return buffer.subarray(0, bytesRead);
+  const signature = async (position: number) => {
+    const bytes = await readAt(source, position, 4);
+    return bytes.length === 4 ? bytes.readUInt32LE(0) : -1;
   };
-  try {
-    let expected = 0;
-    for (const span of spans.sort((x, y) => x.offset - y.offset)) {
-      if (span.offset !== expected) return false;
-      const header = await read(span.offset, 30);
-      if (header.length < 30 || header.readUInt32LE(0) !== 0x04034b50) return false;
-      expected = span.offset + 30 + header.readUInt16LE(26) + header.readUInt16LE(28) + span.compressedSize;
-      // Bit 3: sizes follow the data in a descriptor, with or without its signature.
-      if (span.flags & 0x8) {
-        const next = await read(expected, 4);
-        expected += next.length === 4 && next.readUInt32LE(0) === 0x08074b50 ? 16 : 12;
+  // After an entry comes another local header or the directory (or, for no entries, its end record; zip64's end record).
+  const follows = async (position: number) => [LOCAL_HEADER, 0x02014b50, 0x06054b50, 0x06064b50].includes(await signature(position));
+  let expected = 0;
+  for (const span of spans.sort((x, y) => x.offset - y.offset)) {
+    if (span.offset !== expected) return false;
+    const header = await readAt(source, span.offset, 30);
+    if (header.length < 30 || header.readUInt32LE(0) !== LOCAL_HEADER) return false;
+    expected = span.offset + 30 + header.readUInt16LE(26) + header.readUInt16LE(28) + span.compressedSize;
+    // Bit 3: the sizes follow the data in a descriptor, with or without its signature, with 4- or (zip64) 8-byte sizes.
+    if (span.flags & 0x8) {
+      const lengths = (await signature(expected)) === DESCRIPTOR.readUInt32LE(0) ? [16, 24] : [12, 20];
+      let found = false;
+      for (const length of lengths) {
+        if (await follows(expected + length)) {
+          expected += length;
+          found = true;
+          break;
+        }
       }
+      if (!found) return false;
     }
-    const next = await read(expected, 4);
-    // The central directory (or, for no entries, its end record; zip64's end record) comes next.
-    return next.length === 4 && [0x02014b50, 0x06054b50, 0x06064b50].includes(next.readUInt32LE(0));
-  } finally {
-    await handle?.close();
   }
+  return [0x02014b50, 0x06054b50, 0x06064b50].includes(await signature(expected));
 }
 
 export type TextEncoding = 'utf-8' | 'utf-16le' | 'utf-16be' | 'windows-1252';
