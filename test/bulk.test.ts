@@ -212,6 +212,25 @@ test('a CSV saved as Windows-1252 (Excel on Windows) is read as such: its accent
   assert.deepEqual([...file.rawPayload.subarray(0, 3)], [0xef, 0xbb, 0xbf]);
 });
 
+test('a CSV whose first 64 KiB are ASCII and whose later rows are Windows-1252 is read as Windows-1252; UTF-16 big-endian with its BOM is read too', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok' }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, RATE_LIMIT_MODULE_KEY: '1000' }, { bulk: { concurrency: 8, rowAttempts: 1, maxRows: 5000, maxConcurrent: 3 } } as never);
+  const { keys } = await modulesCast(app);
+  const plain = Array.from({ length: 1500 }, (_, i) => `${i + 1};plain row number ${i + 1} with some padding text to pass the first 64 KiB`).join('\r\n');
+  const late = Buffer.concat([Buffer.from(`id;review\r\n${plain}\r\n1501;Caf`, 'latin1'), Buffer.from([0xe9, 0x20, 0x96, 0x20, 0x80]), Buffer.from('5\r\n', 'latin1')]);
+  assert.ok(late.length > 64 * 1024);
+  const res = await submit(app, keys.ownerA.key, late, 'late.csv', { input_column: 'review', prompt_template: '{text}' });
+  assert.equal(res.statusCode, 202, res.body);
+  assert.equal((await finished(app, keys.ownerA.key, res.json().job_id)).status, 'completed');
+  assert.ok(fake.seen.some((r) => r.messages.at(-1)!.content === 'Café – €5'), 'the late row as written');
+  const before = fake.seen.length;
+  const utf16be = Buffer.from('\ufeffid,review\n1,Grüße aus Köln\n', 'utf16le').swap16();
+  const be = await submit(app, keys.ownerA.key, utf16be, 'be.csv', { input_column: 'review', prompt_template: '{text}' });
+  assert.equal(be.statusCode, 202, be.body);
+  assert.equal((await finished(app, keys.ownerA.key, be.json().job_id)).status, 'completed');
+  assert.deepEqual(fake.seen.slice(before).map((r) => r.messages.at(-1)!.content), ['Grüße aus Köln']);
+});
+
 test("a UTF-8 CSV's byte-order mark is kept in its result file", async (t) => {
   const fake = await fakeOpenAi(t, () => ({ content: 'ok' }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });

@@ -7,7 +7,7 @@ import { stringify } from 'csv-stringify';
 import ExcelJS from 'exceljs';
 import { fileTypeFromBuffer } from 'file-type';
 import { AppError } from '../../errors/catalog';
-import { cellText, decodeTextAs, decodeWindows1252, zipEntries, type ExtractLimits } from '../documents';
+import { cellText, decodeTextAs, decodeWindows1252, zipEntries, type ExtractLimits, type TextEncoding } from '../documents';
 
 export const tableKinds = ['csv', 'xlsx'] as const;
 export type TableKind = (typeof tableKinds)[number];
@@ -74,20 +74,35 @@ async function head(path: string): Promise<Buffer> {
   }
 }
 
-/** Rewrites the Windows-1252 file at `path` as UTF-8, streamed. */
-async function toUtf8(path: string): Promise<void> {
+/** Rewrites the text file at `path` from `encoding` to UTF-8 (without a byte-order mark), streamed. */
+async function toUtf8(path: string, encoding: Exclude<TextEncoding, 'utf-8'>): Promise<void> {
   const converted = `${path}.utf8`;
+  // UTF-16 code units may be split between chunks: its decoder keeps the rest for the next one (and drops the BOM).
+  const decoder = encoding === 'windows-1252' ? null : new TextDecoder(encoding);
   try {
     await pipeline(
       fs.createReadStream(path),
       async function* (source: AsyncIterable<Buffer>) {
-        for await (const chunk of source) yield decodeWindows1252(chunk);
+        for await (const chunk of source) yield decoder ? decoder.decode(chunk, { stream: true }) : decodeWindows1252(chunk);
+        if (decoder) yield decoder.decode();
       },
       fs.createWriteStream(converted),
     );
     await fs.promises.rename(converted, path);
   } finally {
     await fs.promises.rm(converted, { force: true });
+  }
+}
+
+/** Whether the whole file is UTF-8 (the first bytes were: the rest may not be). */
+async function wholeFileIsUtf8(path: string): Promise<boolean> {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  try {
+    for await (const chunk of fs.createReadStream(path) as AsyncIterable<Buffer>) decoder.decode(chunk, { stream: true });
+    decoder.decode();
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -141,9 +156,12 @@ export async function sniffTable(path: string, filename: string, limits: Extract
       const type = await fileTypeFromBuffer(bytes);
       throw unsupported(type ? `The file is ${type.mime}` : 'The file is binary content of no accepted type');
     }
-    // Read as UTF-8 from here on (the rows, the result file): a legacy CSV is converted once.
-    if (decoded.encoding === 'windows-1252') await toUtf8(path);
-    bom = decoded.encoding !== 'utf-8' || (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf);
+    let encoding = decoded.encoding;
+    // The first 64 KiB, all ASCII, cannot tell UTF-8 from Windows-1252: the whole file does.
+    if (encoding === 'utf-8' && bytes.length < size && !/[^\p{ASCII}]/u.test(decoded.text) && !(await wholeFileIsUtf8(path))) encoding = 'windows-1252';
+    // Read as UTF-8 from here on (the rows, the result file): other text is converted once.
+    if (encoding !== 'utf-8') await toUtf8(path, encoding);
+    bom = encoding !== 'utf-8' || (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf);
     kind = 'csv';
     delimiter = sniffDelimiter(decoded.text.replace(/^\uFEFF/, ''));
   }

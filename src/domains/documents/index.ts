@@ -10,7 +10,7 @@ import { documentsMigrations } from './migrations';
 
 export { Document } from './document.entity';
 export { DocumentsService, RAG_QUERY_MAX, RAG_DOC_IDS_MAX, type DocumentView, type RagAnswer, type RagSource } from './documents.service';
-export { extractDocument, detectDocumentKind, decodeText, decodeTextAs, decodeWindows1252, zipEntries, cellText, chunkSections, documentKinds, DOCUMENT_MIME, DEFAULT_EXTRACT_LIMITS, type DocumentKind, type ExtractLimits } from './extract';
+export { extractDocument, detectDocumentKind, decodeText, decodeTextAs, decodeWindows1252, zipEntries, cellText, chunkSections, documentKinds, DOCUMENT_MIME, DEFAULT_EXTRACT_LIMITS, type DocumentKind, type ExtractLimits, type TextEncoding } from './extract';
 
 /** Upload limits (UPLOAD_MAX_MB, 50). */
 function loadDocumentsConfig(env: Env): { documents: ExtractLimits } {
