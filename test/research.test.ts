@@ -65,7 +65,7 @@ function researcher(options: { delayMs?: number; failOn?: 'plan' | 'summary' | '
     }
     if (options.failOn === 'report') return { status: 500 };
     const language = /in Dutch/.test(system) ? 'Rapport' : 'Report';
-    return { ...delay, content: `# ${language} on energy\n\nSolar grew fast [1]. Wind supplies a third on windy days [2]. Tides are unproven [7]. Both matter [1, 9].`, usage: { prompt: 400, completion: 100 } };
+    return { ...delay, content: `# ${language} on energy\n\nSolar grew fast [1]. Wind supplies a third on windy days [2]. Tides are unproven [7]. Both matter [1, 9]. Index with \`arr[9]\`.`, usage: { prompt: 400, completion: 100 } };
   };
 }
 
@@ -105,7 +105,7 @@ test('research end to end on the AI-modules API: planned, searched, pages read t
   assert.match(body.report, /^# Report on energy/);
   assert.match(body.report, /Solar grew fast \[1\]/);
   // Citations of numbers no source has are dropped; a list keeps its valid ones.
-  assert.match(body.report, /windy days \[2\]\. Tides are unproven\. Both matter \[1\]\./);
+  assert.match(body.report, /windy days \[2\]\. Tides are unproven\. Both matter \[1\]\. Index with `arr\[9\]`\./);
   assert.match(body.report, /## Sources\n\n\[1\] \[Solar\]\(http:\/\/127\.0\.0\.1:\d+\/solar\)\n\[2\] \[Wind\]/);
   // Standard: 3 sub-questions searched; 4 pages picked, the metadata redirect refused and the missing page skipped (their snippets stand in).
   assert.deepEqual(search.queries, ['energy question 1', 'energy question 2', 'energy question 3']);

@@ -524,9 +524,17 @@ const markdownText = (text: string) => text.replace(/[[\]]/g, '');
  * The report with only citations of its sources: a number the model made up
  * (`[7]` with four sources) would point nowhere, so it is dropped, and a list
  * keeps its valid numbers (`[1, 9]` becomes `[1]`). A link's `[text](url)` is
- * left alone.
+ * left alone, and so is code.
  */
 function onlyCitationsOf(text: string, numbers: ReadonlySet<number>): string {
+  // Code (fenced or inline) is left as written: `arr[9]` there is no citation.
+  return text
+    .split(/(```[\s\S]*?(?:```|$)|`[^`\n]*`)/)
+    .map((part, i) => (i % 2 ? part : dropCitations(part, numbers)))
+    .join('');
+}
+
+function dropCitations(text: string, numbers: ReadonlySet<number>): string {
   return text.replace(/( ?)\[(\d+(?:\s*,\s*\d+)*)\](?!\()/g, (_match, space: string, list: string) => {
     const kept = list.split(',').map(Number).filter((n) => numbers.has(n));
     return kept.length ? `${space}[${kept.join(', ')}]` : '';
