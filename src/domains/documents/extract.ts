@@ -95,7 +95,6 @@ export function zipEntries(source: Buffer | string, limits: ExtractLimits): Prom
       zip.on('error', (e) => fail(unreadable('zip', e)));
       zip.on('entry', (entry: yauzl.Entry) => {
         names.push(entry.fileName);
-        spans.push({ offset: entry.relativeOffsetOfLocalHeader, compressedSize: entry.compressedSize, flags: entry.generalPurposeBitFlag });
         total += entry.uncompressedSize;
         compressed += entry.compressedSize;
         const bomb =
@@ -106,7 +105,10 @@ export function zipEntries(source: Buffer | string, limits: ExtractLimits): Prom
           return fail(tooLarge(`The file unpacks to more than it may (a decompression bomb?): at most ${limits.maxZipEntries} entries, ${Math.round(limits.maxUncompressedBytes / 1024 / 1024)} MB unpacked and a ${limits.maxCompressionRatio}:1 ratio`));
         }
         checkEntry(source, zip, entry).then(
-          () => zip.readEntry(),
+          (end) => {
+            spans.push({ offset: entry.relativeOffsetOfLocalHeader, end, flags: entry.generalPurposeBitFlag });
+            zip.readEntry();
+          },
           (problem: unknown) => fail(isAppError(problem) ? problem : unreadable('zip', problem)),
         );
       });
@@ -127,6 +129,8 @@ export function zipEntries(source: Buffer | string, limits: ExtractLimits): Prom
 
 const LOCAL_HEADER = 0x04034b50;
 const DESCRIPTOR = Buffer.from([0x50, 0x4b, 0x07, 0x08]);
+/** What may follow the last entry: the central directory, or (no entries) its end record, or zip64's end record. */
+const DIRECTORY_RECORDS = [0x02014b50, 0x06054b50, 0x06064b50];
 
 /** Bytes of a file on disk or in memory. */
 async function readAt(source: Buffer | string, position: number, length: number): Promise<Buffer> {
@@ -152,18 +156,22 @@ function zip64Sizes(extra: Buffer): { uncompressed: number; compressed: number }
   return null;
 }
 
-/** One entry: its local header agrees with the directory, and its data unpacks as the directory says (see zipEntries). */
-async function checkEntry(source: Buffer | string, zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<void> {
+/**
+ * One entry: its local header agrees with the directory, and its data
+ * unpacks as the directory says (see zipEntries). Answers where its data
+ * ends (before any descriptor).
+ */
+async function checkEntry(source: Buffer | string, zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<number> {
   const disagrees = (what: string) => unreadable('zip', `${entry.fileName}: the local header's ${what} differ from the directory's`);
   const fixed = await readAt(source, entry.relativeOffsetOfLocalHeader, 30);
   if (fixed.length < 30 || fixed.readUInt32LE(0) !== LOCAL_HEADER) throw unreadable('zip', 'no local header where the directory points');
   const flags = fixed.readUInt16LE(6);
   const method = fixed.readUInt16LE(8);
   const nameLength = fixed.readUInt16LE(26);
-  const rest = await readAt(source, entry.relativeOffsetOfLocalHeader + 30, nameLength + fixed.readUInt16LE(28));
-  if (!rest.subarray(0, nameLength).equals(Buffer.from(entry.fileName, (entry.generalPurposeBitFlag & 0x800) !== 0 ? 'utf8' : 'latin1')) && rest.subarray(0, nameLength).toString('utf8') !== entry.fileName) {
-    throw disagrees('name');
-  }
+  const extraLength = fixed.readUInt16LE(28);
+  const rest = await readAt(source, entry.relativeOffsetOfLocalHeader + 30, nameLength + extraLength);
+  if (!rest.subarray(0, nameLength).equals(entry.fileNameRaw)) throw disagrees('name');
+  const end = entry.relativeOffsetOfLocalHeader + 30 + nameLength + extraLength + entry.compressedSize;
   if (method !== entry.compressionMethod) throw disagrees('method');
   const described = (flags & 0x8) !== 0;
   if (described !== ((entry.generalPurposeBitFlag & 0x8) !== 0)) throw disagrees('flags');
@@ -182,7 +190,10 @@ async function checkEntry(source: Buffer | string, zip: yauzl.ZipFile, entry: ya
   const tooMuch = () => tooLarge('The file unpacks to more than its entries declare (a decompression bomb?)');
   if (method === 0) {
     if (entry.compressedSize !== entry.uncompressedSize) throw disagrees('sizes');
-    if (!described) return void raw.resume();
+    if (!described) {
+      raw.resume();
+      return end;
+    }
     // A streaming reader ends a stored entry sized by its descriptor at the first descriptor signature.
     let tail = Buffer.alloc(0);
     for await (const chunk of raw as AsyncIterable<Buffer>) {
@@ -190,7 +201,7 @@ async function checkEntry(source: Buffer | string, zip: yauzl.ZipFile, entry: ya
       if (window.includes(DESCRIPTOR)) throw unreadable('zip', `${entry.fileName}: a stored entry holds a data descriptor's signature`);
       tail = window.subarray(Math.max(0, window.length - 3));
     }
-    return;
+    return end;
   }
   const inflate = zlib.createInflateRaw();
   let unpacked = 0;
@@ -213,11 +224,14 @@ async function checkEntry(source: Buffer | string, zip: yauzl.ZipFile, entry: ya
     });
     raw.pipe(inflate);
   });
+  return end;
 }
 
 interface EntrySpan {
+  /** Its local header's offset. */
   offset: number;
-  compressedSize: number;
+  /** Where its data ends, before any descriptor. */
+  end: number;
   flags: number;
 }
 
@@ -233,14 +247,12 @@ async function entriesTileTheFile(source: Buffer | string, spans: EntrySpan[]): 
     const bytes = await readAt(source, position, 4);
     return bytes.length === 4 ? bytes.readUInt32LE(0) : -1;
   };
-  // After an entry comes another local header or the directory (or, for no entries, its end record; zip64's end record).
-  const follows = async (position: number) => [LOCAL_HEADER, 0x02014b50, 0x06054b50, 0x06064b50].includes(await signature(position));
+  // After an entry comes another local header or the directory.
+  const follows = async (position: number) => [LOCAL_HEADER, ...DIRECTORY_RECORDS].includes(await signature(position));
   let expected = 0;
   for (const span of spans.sort((x, y) => x.offset - y.offset)) {
     if (span.offset !== expected) return false;
-    const header = await readAt(source, span.offset, 30);
-    if (header.length < 30 || header.readUInt32LE(0) !== LOCAL_HEADER) return false;
-    expected = span.offset + 30 + header.readUInt16LE(26) + header.readUInt16LE(28) + span.compressedSize;
+    expected = span.end;
     // Bit 3: the sizes follow the data in a descriptor, with or without its signature, with 4- or (zip64) 8-byte sizes.
     if (span.flags & 0x8) {
       const lengths = (await signature(expected)) === DESCRIPTOR.readUInt32LE(0) ? [16, 24] : [12, 20];
@@ -255,7 +267,7 @@ async function entriesTileTheFile(source: Buffer | string, spans: EntrySpan[]): 
       if (!found) return false;
     }
   }
-  return [0x02014b50, 0x06054b50, 0x06064b50].includes(await signature(expected));
+  return DIRECTORY_RECORDS.includes(await signature(expected));
 }
 
 export type TextEncoding = 'utf-8' | 'utf-16le' | 'utf-16be' | 'windows-1252';
