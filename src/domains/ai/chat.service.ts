@@ -51,15 +51,15 @@ export interface ChatStreamHooks {
   signal?: AbortSignal;
 }
 
+/** The shortest reply a chat leaves room for in the model's context. */
+const MIN_REPLY_TOKENS = 64;
+
 /**
  * Chat with a persona (data/personas.json), server-side history per user and
  * session_id, and optional web search in the context. Each call holds
  * credits for its largest possible cost (the prompt and AI_MAX_OUTPUT_TOKENS)
  * and spends what the provider reports used.
  */
-/** The shortest reply a chat leaves room for in the model's context. */
-const MIN_REPLY_TOKENS = 64;
-
 export class ChatService {
   private readonly histories = new ChatHistoryCache(HISTORY_TURNS_MAX);
 
@@ -77,7 +77,7 @@ export class ChatService {
   ) {}
 
   /** Checks the request before anything runs or is spent. */
-  prepare(principal: Principal, input: ChatInput): { caller: ModuleCaller; agent: ChatAgent; model: ModelView } {
+  prepare(principal: Principal, input: ChatInput): { caller: ModuleCaller; agent: ChatAgent; model: ModelView; messageTokens: number } {
     const caller = requireModuleCaller(principal, 'chat');
     const issues = [];
     if (!input.message.trim()) issues.push({ loc: ['body', 'message'], msg: 'must not be empty', type: 'string_too_short' });
@@ -89,7 +89,8 @@ export class ChatService {
     if (issues.length) throw AppError.validation(issues);
     const model = this.catalog.resolve(input.model ?? this.config.defaultModel);
     // A message the model's context cannot hold with its instructions and a short reply is the caller's to shorten (a provider would answer 400, seen as 502).
-    const fixed = estimatePromptTokens([{ role: 'system', content: this.personas[input.agent as ChatAgent] }]) + estimateTokens(input.message) + 8;
+    const messageTokens = estimateTokens(input.message);
+    const fixed = estimatePromptTokens([{ role: 'system', content: this.personas[input.agent as ChatAgent] }]) + messageTokens + 8;
     if (fixed + MIN_REPLY_TOKENS > model.contextLength) {
       throw AppError.validation(
         [{ loc: ['body', 'message'], msg: `about ${fixed} tokens with the instructions; ${model.id} holds ${model.contextLength} in all, its reply included`, type: 'string_too_long' }],
@@ -98,11 +99,11 @@ export class ChatService {
     }
     this.engine.requireConfigured();
     if (input.webSearch) this.search.requireConfigured();
-    return { caller, agent: input.agent as ChatAgent, model };
+    return { caller, agent: input.agent as ChatAgent, model, messageTokens };
   }
 
   async chat(principal: Principal, input: ChatInput, meta: RequestMeta, stream?: ChatStreamHooks): Promise<ChatReply> {
-    const { caller, agent, model } = this.prepare(principal, input);
+    const { caller, agent, model, messageTokens: userTokens } = this.prepare(principal, input);
     const history = this.history(caller, input.sessionId);
     let system = this.personas[agent];
     // Searched before anything is held: a search that fails spends nothing.
@@ -115,23 +116,28 @@ export class ChatService {
         .join('\n\n')}`;
     }
     const messages: Message[] = [{ role: 'system', content: system }];
-    const userTokens = estimateTokens(input.message);
     const fixed = estimatePromptTokens(messages) + userTokens + 8;
     // The reply gets what the context leaves, up to AI_MAX_OUTPUT_TOKENS; history fits what remains after it.
     const maxTokens = Math.max(MIN_REPLY_TOKENS, Math.min(this.config.maxOutputTokens, model.contextLength - fixed));
     let room = model.contextLength - maxTokens - fixed;
-    const kept: Message[] = [];
+    const kept: Turn[] = [];
     for (const turn of history) {
       room -= turn.tokens + 4;
       if (room < 0) break;
-      kept.push({ role: turn.role, content: turn.content });
+      kept.push(turn);
     }
     kept.reverse();
     // Trimmed by turns: an answer whose question did not fit goes too (a conversation opening with the
     // model's answer misleads it, and some providers refuse one).
     while (kept[0]?.role === 'assistant') kept.shift();
-    messages.push(...kept, { role: 'user', content: input.message });
-    const most = holdTokens(messages, maxTokens);
+    let prompt = fixed;
+    for (const turn of kept) {
+      messages.push({ role: turn.role, content: turn.content });
+      prompt += turn.tokens + 4;
+    }
+    messages.push({ role: 'user', content: input.message });
+    // The prompt as counted above (a stored turn keeps its count), not estimated over again.
+    const most = holdTokens(prompt, maxTokens);
 
     const { value, creditsUsed, tokens } = await this.credits.spend(
       caller,

@@ -62,14 +62,15 @@ export function estimateTokens(text: string): number {
 }
 
 /**
- * The tokens a call's credit hold covers: its prompt at twice the estimate
+ * The tokens a call's credit hold covers: its prompt (its messages, or their
+ * estimated tokens when the caller has counted them) at twice the estimate
  * (a provider's tokenizer counts code, digits and other scripts higher than
  * the estimate) plus the most it may write. A call is charged what the
  * provider reports, but never more than its hold, so the hold errs high;
  * what it held beyond the use goes back at once.
  */
-export function holdTokens(messages: readonly Message[], maxTokens: number): number {
-  return 2 * estimatePromptTokens(messages) + maxTokens;
+export function holdTokens(prompt: readonly Message[] | number, maxTokens: number): number {
+  return 2 * (typeof prompt === 'number' ? prompt : estimatePromptTokens(prompt)) + maxTokens;
 }
 
 /** Tokens of a prompt: its texts plus a few per message for the chat format. */

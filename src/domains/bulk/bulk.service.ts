@@ -153,7 +153,6 @@ const rowView = (r: RowRow, inputIndex: number): BulkRowView => ({
   creditsUsed: r.credits,
 });
 
-/** A provider failure another try may mend: a time-out, a 429 or 5xx that outlived the SDK's own retries, a lost connection. */
 const outOfCredits = (error: unknown) => isAppError(error) && (error.code === 'insufficient_credits' || error.code === 'budget_exhausted');
 
 /**
