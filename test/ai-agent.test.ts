@@ -5,6 +5,7 @@ import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
 import { fakeOpenAi, fakeSearch, type SeenRequest } from './fake-ai';
 import { calculate, runCode } from '../src/domains/ai';
 import { isAppError } from '../src/errors/catalog';
+import { sql } from './helper';
 
 /** A model that calls each tool of `plan` in turn, then answers with what the last tool said. */
 function scripted(plan: { name: string; arguments: unknown }[]) {
@@ -58,6 +59,30 @@ test('the agent loop stops at the step limit and asks for an answer', async (t) 
   assert.equal(res.json().steps.length, 3);
   assert.equal(fake.seen.length, 4);
   assert.equal(fake.seen[3]!.tools, undefined, 'the last call offers no tools');
+});
+
+test('an agent whose tools answer in a script the estimate would count low (CJK) is held high enough to be charged in full', async (t) => {
+  // The provider counts about 1.2 tokens a CJK character, as English-trained tokenizers do; the tool results grow every later prompt.
+  const counted = (request: SeenRequest) =>
+    request.messages.reduce((sum, m) => sum + 4 + [...(m.content ?? '')].reduce((n, ch) => n + (ch.charCodeAt(0) < 0x80 ? 0.25 : 1.2), 0), 0);
+  const plan = scripted(Array.from({ length: 3 }, () => ({ name: 'code_runner', arguments: { code: 'console.log("漢字の文章".repeat(800))' } })));
+  let total = 0;
+  const fake = await fakeOpenAi(t, (request) => {
+    const usage = { prompt: Math.ceil(counted(request)), completion: 20 };
+    total += usage.prompt + usage.completion;
+    return { ...plan(request), usage };
+  });
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AGENT_MAX_STEPS: '3' });
+  const { keys } = await modulesCast(app);
+  const res = await call(app, keys.ownerA.key, 'POST', '/v1/agent/run', { task: 'write', tools: ['code_runner'], model: 'gpt-4o-mini' });
+  assert.equal(res.statusCode, 200, res.body);
+  const body = res.json() as { tokens: number; credits_used: number; steps: { output: string }[] };
+  assert.equal(body.steps.length, 3);
+  // A tool's result is cut to what its token allowance holds, not to a count of characters that means five times more tokens in CJK.
+  for (const step of body.steps) assert.ok(step.output.length <= 1000 && step.output.length > 900, `output of ${step.output.length} characters`);
+  const [{ credit_cost }] = await sql<{ credit_cost: number }>(app, "select credit_cost from models where id = 'gpt-4o-mini'");
+  assert.equal(body.tokens, total);
+  assert.equal(body.credits_used, Math.ceil((total * credit_cost!) / 1000), 'charged what the provider counted, not capped at a low hold');
 });
 
 test('web_search as an agent tool asks the search endpoint; without WEB_SEARCH_URL the run is 503 before anything is spent', async (t) => {

@@ -4,7 +4,7 @@ import type { Principal, RequestMeta } from '../../auth/principal';
 import type { CatalogService } from '../catalog';
 import type { AiConfig } from './config';
 import { creditsFor, type ModuleCredits } from './credits';
-import { holdTokens, type AiEngine, type Message, type Tool } from './engine';
+import { clipToTokens, holdTokens, type AiEngine, type Message, type Tool } from './engine';
 import type { WebSearch } from './web-search';
 import { calculate } from './tools/calculator';
 import { runCode } from './tools/code-runner';
@@ -12,8 +12,8 @@ import { runCode } from './tools/code-runner';
 export const agentTools = ['web_search', 'calculator', 'code_runner'] as const;
 export type AgentTool = (typeof agentTools)[number];
 export const AGENT_TASK_MAX = 8000;
-/** What one tool result may put back into the context, in characters. */
-const TOOL_OUTPUT_MAX = 4000;
+/** What one tool result may put back into the context, in estimated tokens (4,000 characters of English). */
+const TOOL_OUTPUT_TOKENS = 1000;
 /** Sandboxes running at once, process-wide (each is a worker thread with up to 32 MB of WASM memory); more wait their turn. */
 const SANDBOXES_AT_ONCE = 4;
 
@@ -120,9 +120,11 @@ export class AgentService {
     ];
     const maxSteps = this.config.agentMaxSteps;
     const maxTokens = this.config.maxOutputTokens;
-    // The largest run: every call's prompt grown by the tool results before it, plus its reply.
+    // The largest run: every call's prompt grown by the steps before it, plus its reply. A step adds
+    // the reply that asked for it (at most maxTokens, counted by the provider's own tokenizer) and
+    // the tool's result, estimated, so held at twice its estimate as every prompt is.
     const base = holdTokens(messages, maxTokens);
-    const perStep = Math.ceil(TOOL_OUTPUT_MAX / 4) + 300;
+    const perStep = holdTokens(TOOL_OUTPUT_TOKENS + 16, maxTokens);
     let most = 0;
     for (let k = 0; k <= maxSteps; k++) most += base + k * perStep;
 
@@ -181,11 +183,11 @@ export class AgentService {
         case 'code_runner': {
           const run = await this.sandboxes.run(() => runCode(text('code')));
           const output = run.ok ? `${run.output}${run.result !== undefined ? `result: ${run.result}` : ''}` : `error: ${run.error}${run.output ? `\noutput: ${run.output}` : ''}`;
-          return { tool: name, input: text('code'), output: output.slice(0, TOOL_OUTPUT_MAX) };
+          return { tool: name, input: text('code'), output: clipToTokens(output, TOOL_OUTPUT_TOKENS) };
         }
         case 'web_search': {
           const results = await this.search.search(text('query'));
-          return { tool: name, input: text('query'), output: JSON.stringify(results.map((r) => ({ title: r.title, url: r.url, snippet: r.content }))).slice(0, TOOL_OUTPUT_MAX) };
+          return { tool: name, input: text('query'), output: clipToTokens(JSON.stringify(results.map((r) => ({ title: r.title, url: r.url, snippet: r.content }))), TOOL_OUTPUT_TOKENS) };
         }
       }
     } catch (error) {

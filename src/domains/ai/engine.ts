@@ -61,6 +61,22 @@ export function estimateTokens(text: string): number {
   return Math.ceil(ascii / 4 + (Buffer.byteLength(text, 'utf8') - ascii) / 3);
 }
 
+/** The longest start of `text` whose `estimateTokens` is at most `tokens` (cut between characters, never inside a surrogate pair). */
+export function clipToTokens(text: string, tokens: number): string {
+  if (estimateTokens(text) <= tokens) return text;
+  // The estimate in twelfths of a token: 3 per ASCII character, 4 per UTF-8 byte of anything else.
+  const budget = tokens * 12;
+  let cost = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.codePointAt(i)!;
+    const wide = code > 0xffff;
+    cost += code < 0x80 ? 3 : 4 * (code < 0x800 ? 2 : wide ? 4 : 3);
+    if (cost > budget) return text.slice(0, i);
+    if (wide) i++;
+  }
+  return text;
+}
+
 /**
  * The tokens a call's credit hold covers: its prompt (its messages, or their
  * estimated tokens when the caller has counted them) at twice the estimate
