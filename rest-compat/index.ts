@@ -13,6 +13,7 @@ import type { MeasuredDocument } from '../subgraphs/policy/limits';
 import { AppError, isAppError } from '../src/errors/catalog';
 import { compileOperation } from './compiled-operation';
 import type { CompiledRoute } from './compile';
+import type { JsonSchema } from './shapes';
 import { pageLinks, type PageBody } from './pagination';
 import { API_PREFIXES } from './route';
 import { NUL_ISSUE, nulPaths } from '../src/errors/nul';
@@ -120,6 +121,7 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       const noQuery = !('raw' in route) && querystring !== undefined && Object.keys(querystring.properties ?? {}).length === 0;
       const handler = 'raw' in route ? route.raw : graphqlHandler(compiled, noQuery);
       const served = route.credential === 'module_key' ? modulesApiErrors(handler) : handler;
+      const ids = { params: uuidMembers(request.params), query: uuidMembers(querystring) };
       for (const prefix of API_PREFIXES) {
         scope.route({
           method: route.method,
@@ -129,6 +131,7 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
             ...(noQuery || querystring === undefined ? {} : { querystring }),
             ...(compiled.response ? { response: { [route.status]: compiled.response } } : {}),
           },
+          ...(ids.params.length || ids.query.length ? { preValidation: lowerCaseIds(ids) } : {}),
           // The credential requirement and the budget are the policy of the field the route runs.
           config: {
             auth: policy.auth === 'public' ? 'public' : 'required',
@@ -147,6 +150,22 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
           handler: served,
         });
       }
+    }
+
+    /**
+     * UUIDs are case-insensitive (RFC 9562) and Atrium stores them lower-case: an id a client
+     * upper-cased names the same row. Only routes that take one run this.
+     */
+    function lowerCaseIds(ids: { params: string[]; query: string[] }) {
+      return (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+        for (const [names, values] of [[ids.params, request.params], [ids.query, request.query]] as const) {
+          for (const name of names) {
+            const value = (values as Record<string, unknown>)[name];
+            if (typeof value === 'string') (values as Record<string, unknown>)[name] = value.toLowerCase();
+          }
+        }
+        done();
+      };
     }
 
     function admitDaily(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
@@ -230,3 +249,9 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
   },
   { name: 'atrium-rest-compat', dependencies: ['atrium-graphql'] },
 );
+
+/** The members of an object schema that are UUIDs. */
+function uuidMembers(schema: JsonSchema | undefined): string[] {
+  const members = (schema?.properties ?? {}) as Record<string, JsonSchema>;
+  return Object.keys(members).filter((name) => members[name]!.format === 'uuid');
+}

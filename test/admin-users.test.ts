@@ -207,6 +207,9 @@ test('GET and PATCH /admin/users/{id}: body, validation, cross-company 404, supe
   assert.ok(!foreign.body.includes(s.memberB.email));
   assertCode(await req(app, 'PATCH', `/v1/admin/users/${s.memberB.userId}`, s.owner, { name: 'x' }), 404, 'not_found');
   assertCode(await req(app, 'GET', `/v1/admin/users/${randomUUID()}`, s.owner), 404, 'not_found');
+  // UUIDs are case-insensitive: an upper-cased id names the same user, and another company's stays hidden.
+  assert.equal((await req(app, 'GET', `/v1/admin/users/${s.memberA.userId.toUpperCase()}`, s.admin)).json().id, s.memberA.userId);
+  assertCode(await req(app, 'GET', `/v1/admin/users/${s.memberB.userId.toUpperCase()}`, s.owner), 404, 'not_found');
   assertInvalid(await req(app, 'GET', '/v1/admin/users/not-a-uuid', s.owner), ['path', 'user_id']);
   assertCode(await req(app, 'GET', `/v1/admin/users/${s.memberA.userId}`, s.member), 403, 'forbidden');
   assertCode(await req(app, 'PATCH', `/v1/admin/users/${s.adminA.userId}`, s.member, { name: 'x' }), 403, 'forbidden');

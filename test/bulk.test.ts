@@ -73,6 +73,9 @@ test('CSV round trip: each row through the template, the result CSV carries the 
   assert.notEqual(file.rawPayload[0], 0xef, 'no byte-order mark the input did not have');
   const rows = parse(file.body) as string[][];
   assert.deepEqual(rows[0], ['id', 'review', 'AI_Result', 'AI_Result_error']);
+  // UUIDs are case-insensitive: the same job upper-cased, on a raw route and a GraphQL-derived one.
+  assert.equal((await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id.toUpperCase()}`)).body, file.body);
+  assert.equal((await call(app, keys.ownerA.key, 'GET', `/v1/bulk/status/${id.toUpperCase()}`)).json().job_id, id);
   assert.deepEqual(rows.slice(1), [
     ['1', 'Great product', 'label:Great product', ''],
     ['2', 'Terrible service', 'label:Terrible service', ''],
