@@ -76,7 +76,22 @@ const unreadable = (kind: string, _cause?: unknown) => AppError.validation([{ lo
  * - the entries must follow one another from the first byte to the
  *   directory, with nothing between them.
  */
-export function zipEntries(source: Buffer | string, limits: ExtractLimits): Promise<string[]> {
+export async function zipEntries(source: Buffer | string, limits: ExtractLimits): Promise<string[]> {
+  // One descriptor for every header read of the checks (two or three an entry), not one each.
+  const handle =
+    typeof source === 'string'
+      ? await fs.open(source, 'r').catch((error: unknown) => {
+          throw unreadable('zip', error);
+        })
+      : null;
+  try {
+    return await checkedEntries(source, handle ? bytesOfFile(handle) : bytesOfBuffer(source as Buffer), limits);
+  } finally {
+    await handle?.close();
+  }
+}
+
+function checkedEntries(source: Buffer | string, bytes: ZipBytes, limits: ExtractLimits): Promise<string[]> {
   return new Promise((resolve, reject) => {
     const open = (callback: (error: Error | null, zip?: yauzl.ZipFile) => void) =>
       typeof source === 'string'
@@ -104,7 +119,7 @@ export function zipEntries(source: Buffer | string, limits: ExtractLimits): Prom
         if (bomb) {
           return fail(tooLarge(`The file unpacks to more than it may (a decompression bomb?): at most ${limits.maxZipEntries} entries, ${Math.round(limits.maxUncompressedBytes / 1024 / 1024)} MB unpacked and a ${limits.maxCompressionRatio}:1 ratio`));
         }
-        checkEntry(source, zip, entry).then(
+        checkEntry(bytes, zip, entry).then(
           (end) => {
             spans.push({ offset: entry.relativeOffsetOfLocalHeader, end, flags: entry.generalPurposeBitFlag });
             zip.readEntry();
@@ -117,7 +132,7 @@ export function zipEntries(source: Buffer | string, limits: ExtractLimits): Prom
         if (total > RATIO_FLOOR_BYTES && total > limits.maxCompressionRatio * Math.max(1, compressed)) {
           return reject(tooLarge(`The file unpacks ${Math.round(total / Math.max(1, compressed))} times its size (a decompression bomb?)`));
         }
-        entriesTileTheFile(source, spans).then(
+        entriesTileTheFile(bytes, spans).then(
           (tiled) => (tiled ? resolve(names) : reject(unreadable('zip', 'data outside the listed entries'))),
           (e: unknown) => reject(unreadable('zip', e)),
         );
@@ -132,18 +147,18 @@ const DESCRIPTOR = Buffer.from([0x50, 0x4b, 0x07, 0x08]);
 /** What may follow the last entry: the central directory, or (no entries) its end record, or zip64's end record. */
 const DIRECTORY_RECORDS = [0x02014b50, 0x06054b50, 0x06064b50];
 
-/** Bytes of a file on disk or in memory. */
-async function readAt(source: Buffer | string, position: number, length: number): Promise<Buffer> {
-  if (typeof source !== 'string') return source.subarray(position, position + length);
-  const handle = await fs.open(source, 'r');
-  try {
+/** Up to `length` bytes of a zip at `position` (fewer at its end). */
+type ZipBytes = (position: number, length: number) => Promise<Buffer>;
+
+const bytesOfBuffer = (buffer: Buffer): ZipBytes => async (position, length) => buffer.subarray(position, position + length);
+
+const bytesOfFile =
+  (handle: fs.FileHandle): ZipBytes =>
+  async (position, length) => {
     const buffer = Buffer.alloc(length);
     const { bytesRead } = await handle.read(buffer, 0, length, position);
     return buffer.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
-}
+  };
 
 /** A zip64 extra field's sizes (header 0x0001), for a local header whose 32-bit sizes are 0xFFFFFFFF. */
 function zip64Sizes(extra: Buffer): { uncompressed: number; compressed: number } | null {
@@ -161,15 +176,15 @@ function zip64Sizes(extra: Buffer): { uncompressed: number; compressed: number }
  * unpacks as the directory says (see zipEntries). Answers where its data
  * ends (before any descriptor).
  */
-async function checkEntry(source: Buffer | string, zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<number> {
+async function checkEntry(readAt: ZipBytes, zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<number> {
   const disagrees = (what: string) => unreadable('zip', `${entry.fileName}: the local header's ${what} differ from the directory's`);
-  const fixed = await readAt(source, entry.relativeOffsetOfLocalHeader, 30);
+  const fixed = await readAt(entry.relativeOffsetOfLocalHeader, 30);
   if (fixed.length < 30 || fixed.readUInt32LE(0) !== LOCAL_HEADER) throw unreadable('zip', 'no local header where the directory points');
   const flags = fixed.readUInt16LE(6);
   const method = fixed.readUInt16LE(8);
   const nameLength = fixed.readUInt16LE(26);
   const extraLength = fixed.readUInt16LE(28);
-  const rest = await readAt(source, entry.relativeOffsetOfLocalHeader + 30, nameLength + extraLength);
+  const rest = await readAt(entry.relativeOffsetOfLocalHeader + 30, nameLength + extraLength);
   if (!rest.subarray(0, nameLength).equals(entry.fileNameRaw)) throw disagrees('name');
   const end = entry.relativeOffsetOfLocalHeader + 30 + nameLength + extraLength + entry.compressedSize;
   if (method !== entry.compressionMethod) throw disagrees('method');
@@ -242,9 +257,9 @@ interface EntrySpan {
  * file order, not the directory: an entry hidden in a gap would be unpacked
  * there though the checks above never saw it.
  */
-async function entriesTileTheFile(source: Buffer | string, spans: EntrySpan[]): Promise<boolean> {
+async function entriesTileTheFile(readAt: ZipBytes, spans: EntrySpan[]): Promise<boolean> {
   const signature = async (position: number) => {
-    const bytes = await readAt(source, position, 4);
+    const bytes = await readAt(position, 4);
     return bytes.length === 4 ? bytes.readUInt32LE(0) : -1;
   };
   // After an entry comes another local header or the directory.
