@@ -271,7 +271,7 @@ test('without AI_BASE_URL a bulk job is refused with 503 and nothing is kept', a
   assert.deepEqual(uploads(app), []);
 });
 
-test('an unreadable file fails the whole job (status failed with its error), charging nothing', async (t) => {
+test('an unreadable file fails the whole job (status failed with its error), charging nothing; its download is 409 job_failed', async (t) => {
   const fake = await fakeOpenAi(t, classify());
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
   const { keys } = await modulesCast(app);
@@ -284,9 +284,10 @@ test('an unreadable file fails the whole job (status failed with its error), cha
   assert.match(String(status.error), /not a readable CSV/);
   assert.equal(fake.seen.length, 0);
   const early = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${res.json().job_id}`);
-  assertCode(early, 409, 'job_not_finished');
+  assertCode(early, 409, 'job_failed');
   assert.equal(early.json().status, 409, 'the problem keeps its own status');
   assert.equal(early.json().job_status, 'failed');
+  assert.match(early.json().detail, /The job failed: .*not a readable CSV/);
 });
 
 test('when credits run out mid-job the remaining rows fail with CREDIT_EXHAUSTED, and the job still completes with counts that say so', async (t) => {

@@ -226,12 +226,13 @@ export const bulkRoutes: RestRoute[] = [
     description:
       'The result file in the input\'s format (xlsx in, xlsx out; CSV in, CSV out), streamed: the input\'s columns, the output column and ' +
       '<output_column>_error for failed rows. Text the model wrote that a spreadsheet would run as a formula is prefixed with an apostrophe. ' +
-      `Before the job completes (or is cancelled) it is 409 job_not_finished, with the job's state in \`job_status\`. ${MODULES_KEY}`,
+      `Before the job completes (or is cancelled) it is 409 job_not_finished, with the job's state in \`job_status\`; a job that failed as a whole ` +
+      `(an unreadable file) has no result and is 409 job_failed, its error in \`detail\`. ${MODULES_KEY}`,
     tag: 'AI modules: bulk',
     credential: 'module_key',
     auth: 'required',
     status: 200,
-    problems: { 404: 'No bulk job of yours with this id', 409: 'job_not_finished' },
+    problems: { 404: 'No bulk job of yours with this id', 409: 'job_not_finished; job_failed' },
     request: { params: { type: 'object', required: ['job_id'], properties: { job_id: { type: 'string', format: 'uuid' } } } },
     response: fileResponse,
     content: resultFile,
@@ -362,12 +363,12 @@ export const bulkRoutes: RestRoute[] = [
     summary: 'Download a bulk result',
     description:
       'The result file, as GET /bulk/download/{job_id} answers it: CSV, or .xlsx for a job submitted as .xlsx through the AI modules API. ' +
-      `Before the job completes it is 409 job_not_finished. ${PLATFORM}`,
+      `Before the job completes it is 409 job_not_finished; a job that failed as a whole is 409 job_failed. ${PLATFORM}`,
     tag: 'Research and bulk jobs',
     extension: true,
     auth: 'required',
     status: 200,
-    problems: { 404: 'No bulk job with this id', 409: 'job_not_finished' },
+    problems: { 404: 'No bulk job with this id', 409: 'job_not_finished; job_failed' },
     request: { params: { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'uuid' } } } },
     response: fileResponse,
     content: resultFile,

@@ -12,6 +12,7 @@ export const aiErrors = defineErrors({
   // Long-running work (research, bulk jobs).
   job_limit_reached: { status: 429, title: 'Too many running jobs' },
   job_not_finished: { status: 409, title: 'Job not finished' },
+  job_failed: { status: 409, title: 'Job failed' },
   job_finished: { status: 409, title: 'Job already finished' },
 });
 

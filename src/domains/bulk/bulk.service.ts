@@ -327,10 +327,10 @@ export class BulkService {
   /** The result file: the input's columns, the output column and an error column, in the input's format, streamed. */
   async download(principal: Principal, id: string): Promise<{ filename: string; mime: string; write: (out: Writable) => Promise<void> }> {
     const job = this.visible(requireJobCaller(principal, 'bulk'), id);
+    // A failed job has no file, now or later: it is answered as such, not as one still to come.
+    if (job.status === 'failed') throw new AppError('job_failed', `The job failed: ${job.error ?? 'no result'}`, { extra: { job_status: job.status } });
     if (job.status !== 'completed' && job.status !== 'cancelled') {
-      throw new AppError('job_not_finished', job.status === 'failed' ? `The job failed: ${job.error ?? 'no result'}` : `The job is ${job.status}; its file is ready once it completes`, {
-        extra: { job_status: job.status },
-      });
+      throw new AppError('job_not_finished', `The job is ${job.status}; its file is ready once it completes`, { extra: { job_status: job.status } });
     }
     const header = [...(JSON.parse(job.columns) as string[]), job.output_column, `${job.output_column}_error`];
     const width = header.length - 2;
