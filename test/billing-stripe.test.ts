@@ -396,6 +396,41 @@ test('with Stripe, a plan change updates the live subscription with proration; w
   await assertLedgerAddsUp(app);
 });
 
+test('a paid proration invoice after a mid-period upgrade begins no period: the spent credits stay spent, the spend stays, no "renewed" mail', async (t) => {
+  const { app, fake, c } = await stripeApp(t);
+  const companyId = c.b.companyId;
+  const ledger = app.domains.billing.ledger;
+  const now = Math.floor(Date.now() / 1000);
+  await deliver(app, event('checkout.session.completed', { ...subscriptionCheckout(companyId, 'sub_b', 'cus_b'), metadata: { plan_id: 'starter' } }, now - 100));
+  fake.subscriptions.set('sub_b', { id: 'sub_b', itemId: 'si_b', price: 'price_starter', quantity: 1 });
+  const periodKey = ledger.balance(companyId).periodKey;
+  await ledger.reserve({ companyId, credits: 1500, key: 'spend', feature: 'chat', model: 'gpt-4o' }).then((h) => ledger.commit(h.id, { credits: 1500, tokens: 100_000, model: 'gpt-4o' }));
+  const spend = ledger.balance(companyId).spendMicros;
+  assert.ok(spend > 0);
+  const up = await call(app, c.tokens.ownerB, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'professional' });
+  assert.equal(up.json().credits_added, 4000, up.body);
+  assert.equal(ledger.balance(companyId).monthly, 4500);
+
+  // Stripe invoices the upgrade's prorated price at once; its line runs from now to the period's end.
+  const prorated = { ...invoice('in_pr', 'cus_b', 'sub_b', 'subscription_update', now), lines: { object: 'list', data: [{ id: 'il_pr', period: { start: now, end: now + 20 * day }, pricing: { price_details: { price: 'price_pro' } } }] } };
+  assert.equal((await deliver(app, event('invoice.payment_succeeded', prorated, now + 1))).statusCode, 200);
+  const after = ledger.balance(companyId);
+  assert.deepEqual([after.monthly, after.periodKey, after.spendMicros], [4500, periodKey, spend], 'no expiry and new allocation, no spend reset');
+  assert.equal((await outbox(app, 'subscription_renewed')).length, 0);
+  assert.equal((await call(app, c.tokens.ownerB, 'GET', '/v1/admin/billing/invoices')).json().items[0].id, 'in_pr', 'the invoice is mirrored');
+  // A second upgrade in the same period adds nothing more.
+  await call(app, c.tokens.ownerB, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'starter' });
+  assert.equal((await call(app, c.tokens.ownerB, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'professional' })).json().credits_added, 0);
+  assert.equal(ledger.balance(companyId).monthly, 4500);
+
+  // The renewal does begin the next period.
+  await deliver(app, event('invoice.payment_succeeded', invoice('in_next', 'cus_b', 'sub_b', 'subscription_cycle', now + 20 * day), now + 20 * day));
+  const renewed = ledger.balance(companyId);
+  assert.deepEqual([renewed.monthly, renewed.periodKey, renewed.spendMicros], [6000, `stripe:sub_b:${now + 20 * day}`, 0]);
+  assert.equal((await outbox(app, 'subscription_renewed')).length, 1);
+  await assertLedgerAddsUp(app);
+});
+
 test('a webhook effect that conflicts (a Stripe customer of another company) fails the event, 409, instead of recording it as seen', async (t) => {
   const { app, c } = await stripeApp(t);
   const now = Math.floor(Date.now() / 1000);

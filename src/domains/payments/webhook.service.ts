@@ -247,6 +247,12 @@ export class WebhookService {
     await this.mirror(companyId, invoice, created);
     const customerId = idOf(invoice.customer);
     if (!subscriptionId || !customerId) return { companyId, outcome: 'applied' };
+    // Only a subscription's first invoice and its renewals begin a period. A mid-period change's
+    // prorated invoice (subscription_update), a threshold or a manual invoice is mirrored, and that
+    // is all: its lines run from the change to the period's end, and taking them for a new period
+    // would refill the spent monthly credits and reset the period's spend.
+    const first = invoice.billing_reason === 'subscription_create';
+    if (!first && invoice.billing_reason !== 'subscription_cycle') return { companyId, outcome: 'applied' };
     const period = invoicePeriod(invoice);
     const sub = await this.subscriptionRow(companyId, customerId);
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
@@ -255,7 +261,6 @@ export class WebhookService {
     if (period.start) sub.periodStart = period.start;
     if (period.end) sub.periodEnd = period.end;
     await this.accounts.setPlan(companyId, planId);
-    const first = invoice.billing_reason === 'subscription_create';
     const start = period.start ?? created;
     const credits = this.plans.plan(planId)?.monthlyCredits ?? 0;
     const allocated = await this.ledger.allocate({
