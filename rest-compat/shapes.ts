@@ -29,7 +29,7 @@ export type JsonSchema = Record<string, unknown>;
 /** JSON schema keywords a hint may contribute (its `name` and `items` are not keywords). */
 function keywords(hints: RestHints | undefined): JsonSchema {
   if (!hints) return {};
-  const { items: _items, name: _name, nullable: _nullable, ...rest } = hints;
+  const { items: _items, name: _name, nullable: _nullable, required: _required, ...rest } = hints;
   return rest;
 }
 
@@ -192,7 +192,7 @@ export function inputSchema(type: GraphQLInputType, hints?: RestHints, descripti
     schema = { ...scalarSchema(inner.name), ...keywords(hints) };
   } else if (isInputObjectType(inner)) {
     const fields = Object.values(inner.getFields());
-    const required = fields.filter((f) => isNonNullType(f.type) && f.defaultValue === undefined).map(restName);
+    const required = fields.filter((f) => (isNonNullType(f.type) && f.defaultValue === undefined) || restHints(f)?.required).map(restName);
     schema = {
       type: 'object',
       ...(required.length ? { required } : {}),

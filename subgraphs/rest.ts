@@ -21,6 +21,8 @@ export interface RestHints {
    * nullable input type means only "optional".
    */
   nullable?: true;
+  /** An optional (nullable) input member REST requires all the same: null says something, absence would not. */
+  required?: true;
   description?: string;
   format?: string;
   enum?: readonly string[];

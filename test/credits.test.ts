@@ -130,7 +130,7 @@ test('GET /admin/billing/transactions pages the ledger newest first, 50 per page
   assert.equal(su.total, 61);
 });
 
-test('a spending budget set by a superadmin stops reserves with 402 budget_exhausted once spent', async (t) => {
+test('a spending budget set by a superadmin stops reserves with 402 budget_exhausted once spent; only an explicit null removes it', async (t) => {
   const app = await build(t);
   const c = await cast(app);
   const url = `/v1/admin/companies/${c.a.companyId}/budget`;
@@ -156,6 +156,16 @@ test('a spending budget set by a superadmin stops reserves with 402 budget_exhau
   const error = await inContext(app.kernel.orm, () => ledger.reserve({ companyId, credits: 5, key: 'b2', feature: 'chat' })).catch((e: unknown) => e);
   assert.equal((error as { code?: string }).code, 'budget_exhausted');
   assert.equal((error as { status?: number }).status, 402);
+  // A budget left out of the body removes nothing: only an explicit null does (REST and GraphQL alike).
+  assertInvalid(await call(app, c.tokens.superadmin, 'PUT', url, {}), 'body.budget');
+  const gql = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: { authorization: `Bearer ${c.tokens.superadmin}` },
+    payload: { query: `mutation { setSpendingBudget(companyId: "${companyId}", input: {}) { budget } }` },
+  });
+  assert.equal(gql.json().errors?.[0]?.extensions?.code, 'validation_error', gql.body);
+  assert.equal((await call(app, c.tokens.adminA, 'GET', url)).json().budget, '0.001');
   const removed = await call(app, c.tokens.superadmin, 'PUT', url, { budget: null });
   assert.equal(removed.json().budget, null);
   await inContext(app.kernel.orm, () => ledger.reserve({ companyId, credits: 5, key: 'b2', feature: 'chat' }));

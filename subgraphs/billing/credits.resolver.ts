@@ -82,7 +82,7 @@ export class CreditsResolver {
     @Arg('input', () => SpendingBudgetInput) input: SpendingBudgetInput,
     @Ctx() ctx: GraphQLContext,
   ) {
-    return budgetView(await this.ledger.setBudget(ctx.principal, companyId, input.budget ?? null, ctx.meta), this.ledger.currency);
+    return budgetView(await this.ledger.setBudget(ctx.principal, companyId, input.budget, ctx.meta), this.ledger.currency);
   }
 
   @Access({ auth: 'authenticated' })

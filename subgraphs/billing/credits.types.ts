@@ -118,7 +118,7 @@ export class CreditGrantInput {
 
 @InputType('SpendingBudgetInput', { description: 'A spending budget per period' })
 export class SpendingBudgetInput {
-  @Rest({ nullable: true, pattern: MONEY_PATTERN })
-  @Field(() => String, { nullable: true, description: 'Decimal amount in the billing currency (e.g. "250.00"); null removes the budget' })
-  budget!: string | null;
+  @Rest({ nullable: true, required: true, pattern: MONEY_PATTERN })
+  @Field(() => String, { nullable: true, description: 'Decimal amount in the billing currency (e.g. "250.00"); null removes the budget. Required: left out, the request is refused' })
+  budget!: string | null | undefined;
 }

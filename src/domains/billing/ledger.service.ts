@@ -408,9 +408,11 @@ export class LedgerService {
   }
 
   /** Sets (or with null removes) a company's spending budget per period; superadmins only. Audited. */
-  async setBudget(principal: Principal, companyId: string, budget: string | null, meta?: Partial<RequestMeta>): Promise<CreditBalance> {
+  async setBudget(principal: Principal, companyId: string, budget: string | null | undefined, meta?: Partial<RequestMeta>): Promise<CreditBalance> {
     const caller = requireAuthenticated(principal);
     if (!isSuperadmin(caller)) throw new AppError('forbidden', 'Only a platform superadmin may set a spending budget');
+    // Removing a spending limit is said with null, never inferred from a member left out.
+    if (budget === undefined) throw AppError.validation([{ loc: ['budget'], msg: 'required: an amount, or null to remove the budget', type: 'missing' }]);
     const micros = budget === null ? null : parseMoney(budget, ['budget']);
     return transaction(this.orm, async () => {
       const before = await this.write(companyId, (sql, now) => {
