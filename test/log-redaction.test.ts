@@ -9,6 +9,7 @@ import { bearer, login, seedOwner, sql } from './helper';
 import { sha256Hex } from '../src/auth/tokens';
 import { stderrLogger } from '../src/kernel/logger';
 import { loggableError } from '../src/kernel/log-redaction';
+import { toGraphQLError } from '../subgraphs/errors';
 import { GraphQLError } from 'graphql';
 import { AppError } from '../src/errors/catalog';
 
@@ -167,10 +168,26 @@ test('a refusal a library logs at error level (mercurius: a refused subscription
   const refused = new GraphQLError('No bulk job of yours with this id', { originalError: new AppError('not_found', 'No bulk job of yours with this id') });
   lines.length = 0;
   app.log.error([refused]);
+  // As the subscription wrapper hands it to mercurius: the catalog code and status in extensions, no originalError.
+  app.log.error([toGraphQLError(new GraphQLError('Admin role required', { originalError: new AppError('forbidden', 'Admin role required') }), app.log)]);
   app.log.error(new Error('the disk is full'));
   app.log.error([refused, new GraphQLError('boom', { originalError: new Error('boom') })]);
   const records = lines.map((line) => JSON.parse(line) as { level: number; msg: string; refused?: unknown; stack?: string });
   assert.deepEqual(records[0], { ...records[0], level: 30, msg: 'operation refused', refused: [{ code: 'not_found', status: 404 }] });
   assert.equal(JSON.stringify(records[0]).includes('at '), false, 'no stack');
-  assert.deepEqual(records.slice(1).map((r) => r.level), [50, 50], 'anything else is logged as it was');
+  assert.deepEqual(records[1], { ...records[1], level: 30, msg: 'operation refused', refused: [{ code: 'forbidden', status: 403 }] });
+  assert.deepEqual(records.slice(2).map((r) => r.level), [50, 50], 'anything else is logged as it was');
+});
+
+test('a 5xx the server names (503 payment_processor_not_configured) is one warning without a stack; only an unexpected failure is an error', async (t) => {
+  const { app, lines } = await appWithLog(t);
+  const owner = await seedOwner(app);
+  const { access_token: token } = await login(app, owner.email);
+  lines.length = 0;
+  const res = await app.inject({ method: 'POST', url: '/v1/billing/topup', headers: bearer(token), payload: { credits: 500 } });
+  assert.equal(res.statusCode, 503, res.body);
+  const records = lines.map((line) => JSON.parse(line) as { level: number; msg: string; code?: string; stack?: unknown; err?: unknown });
+  assert.deepEqual(records.filter((r) => r.level >= 50), [], 'no error line');
+  const warning = records.find((r) => r.level === 40);
+  assert.deepEqual([warning?.msg, warning?.code, warning?.err], ['answered with a server-side problem', 'payment_processor_not_configured', undefined]);
 });

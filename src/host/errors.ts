@@ -2,7 +2,7 @@ import fp from 'fastify-plugin';
 import FindMyWay from 'find-my-way';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { anonymous } from '../auth/principal';
 import { AppError } from '../errors/catalog';
 import { toAppError } from '../errors/to-app-error';
@@ -38,7 +38,7 @@ export const errorsPlugin = fp(
 
     app.setErrorHandler((error, request, reply) => {
       const appError = toAppError(error);
-      if (appError.status >= 500) request.log.error({ err: error }, 'unhandled error');
+      if (appError.status >= 500) logServerSide(request.log, error, appError);
       return sendProblem(reply, appError, docsUrl);
     });
 
@@ -55,6 +55,16 @@ export const errorsPlugin = fp(
   },
   { name: 'atrium-errors' },
 );
+
+/**
+ * A 5xx answer in the log: an unexpected failure (internal_error) as an error with its stack; a
+ * condition the server names (503 ai_provider_not_configured, 502 from a provider, 504) as one
+ * warning, which an operator acts on by configuration rather than by reading a stack.
+ */
+function logServerSide(log: FastifyBaseLogger, error: unknown, problem: AppError): void {
+  if (problem.code === 'internal_error') log.error({ err: error }, 'unhandled error');
+  else log.warn({ code: problem.code, status: problem.status, detail: problem.message }, 'answered with a server-side problem');
+}
 
 /** The client's address as fastify's request.ip gives it (the request built for a framework error never trusts a proxy). */
 function clientIp(request: FastifyRequest, trustProxy: boolean): string {
@@ -80,7 +90,7 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
     problem = new AppError('uri_too_long', `A path parameter is longer than ${MAX_PARAM_LENGTH} characters`);
   } else {
     problem = toAppError(error);
-    if (problem.status >= 500) request.log.error({ err: error }, 'unhandled error');
+    if (problem.status >= 500) logServerSide(request.log, error, problem);
   }
   try {
     app.rateLimit('default', anonymous, clientIp(request, app.config.trustProxy), reply);

@@ -159,11 +159,16 @@ export function redactLogRecord(record: Record<string, unknown>): Record<string,
 const WARN = 40;
 const ERROR = 50;
 
-/** An error as the caller's own refusal: an application error under 500, alone or wrapped by GraphQL (`originalError`). */
+/**
+ * An error as the caller's own refusal: an application error under 500, alone, wrapped by GraphQL
+ * (`originalError`), or already in its GraphQL form (the catalog code and status in `extensions`,
+ * as a refused subscription reaches mercurius).
+ */
 function refusal(error: unknown): { code: unknown; status: number } | null {
   const original = (error as { originalError?: unknown } | null)?.originalError ?? error;
   if (!(original instanceof Error)) return null;
-  const { code, status } = original as { code?: unknown; status?: unknown };
+  const extensions = (original as { extensions?: { code?: unknown; http?: { status?: unknown } } }).extensions;
+  const { code, status } = extensions?.http ? { code: extensions.code, status: extensions.http.status } : (original as { code?: unknown; status?: unknown });
   return typeof status === 'number' && status < 500 && typeof code === 'string' ? { code, status } : null;
 }
 
