@@ -338,6 +338,41 @@ test('ip_allowlist: users and keys of the company outside the list get 403 ip_no
   assert.equal((await from(ownerToken, '192.168.1.1')).statusCode, 200);
 });
 
+test('ip_allowlist holds for the ways into a session: sign-in, refresh and an invitation\'s acceptance from outside are 403 and open nothing', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const inside = '10.1.2.3';
+  const outside = '192.168.1.1';
+  const first = await login(app, owner.email);
+  assert.equal((await put(app, first.access_token, { ip_allowlist: ['10.0.0.0/8'] }, { ip: inside })).statusCode, 200);
+  const sessions = async () => (await sql<{ n: number }>(app, 'select count(*) as n from sessions where company_id = ?', [owner.companyId]))[0]!.n;
+  const before = await sessions();
+
+  const signIn = (ip: string, password = PASSWORD) => app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email: owner.email, password }, remoteAddress: ip });
+  assertCode(await signIn(outside), 403, 'ip_not_allowed');
+  // A wrong password from outside is the same 401 as anywhere: the address is judged only once the credentials are right.
+  assertCode(await signIn(outside, 'not-the-password-at-all'), 401, 'invalid_credentials');
+  assert.equal(await sessions(), before, 'no session opened');
+
+  const refresh = (ip: string, token: string) => app.inject({ method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: token }, remoteAddress: ip });
+  assertCode(await refresh(outside, first.refresh_token), 403, 'ip_not_allowed');
+  // Refused, the refresh token was not spent: it still works from inside.
+  assert.equal((await refresh(inside, first.refresh_token)).statusCode, 200);
+  assert.equal((await signIn(inside)).statusCode, 200);
+
+  // An invitation accepted from outside creates no user and stays pending.
+  const invited = 'invitee@example.com';
+  const sent = await app.inject({ method: 'POST', url: '/v1/admin/invitations', headers: bearer(first.access_token), payload: { email: invited, role: 'member' }, remoteAddress: inside });
+  assert.equal(sent.statusCode, 201, sent.body);
+  await app.kernel.worker.drain();
+  const [mail] = await sql<{ text: string }>(app, "select text from mail_outbox where to_address = ? and template = 'invitation'", [invited]);
+  const token = /accept-invitation\?token=([A-Za-z0-9_-]+)/.exec(mail!.text)![1]!;
+  const acceptFrom = (ip: string) => app.inject({ method: 'POST', url: '/v1/invitations/accept', payload: { token, password: 'a-long-enough-password' }, remoteAddress: ip });
+  assertCode(await acceptFrom(outside), 403, 'ip_not_allowed');
+  assert.deepEqual(await sql(app, 'select id from users where email = ?', [invited]), []);
+  assert.equal((await acceptFrom(inside)).statusCode, 201);
+});
+
 test('api_key_max_age_days: a company key older than the limit is 401 token_invalid, even while cached', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);
@@ -366,7 +401,7 @@ after(async () => {
   await microsoft.stop();
 });
 
-test('allowed_sso_providers and sso_signup_email_domains: SSO sign-in with a refused provider, sign-up outside the domains, 403', async (t) => {
+test('allowed_sso_providers, sso_signup_email_domains and ip_allowlist: SSO sign-in with a refused provider, sign-up outside the domains, from outside the networks, 403', async (t) => {
   const app = await build(t, { sso: ssoConfig(google, microsoft) });
   const owner = await seedOwner(app, 'sso-owner@example.com');
   const ownerToken = (await login(app, owner.email)).access_token;
@@ -398,6 +433,11 @@ test('allowed_sso_providers and sso_signup_email_domains: SSO sign-in with a ref
   const [invitation] = await sql<{ status: string }>(app, "select status from invitations where email = 'hire@other.org'");
   assert.equal(invitation!.status, 'pending');
   assert.equal((await signIn(app, google, 'google', googleClaims('g-hire', 'hire@example.com'))).res.statusCode, 302);
+
+  // An allow-list that leaves the sign-in's address (loopback here) out refuses single sign-on too, before any session.
+  assert.equal((await put(app, ownerToken, { ip_allowlist: ['10.0.0.0/8'] }, { ip: '10.1.2.3' })).statusCode, 200);
+  assertCode((await signIn(app, google, 'google', googleClaims('g-owner', owner.email))).res, 403, 'ip_not_allowed');
+  assert.equal((await lastFailure()).reason, 'ip_not_allowed');
 });
 
 test('ip_allowlist applies to graphql-ws connections too: a socket from outside the list is closed with 4403 ip_not_allowed', async (t) => {

@@ -95,6 +95,8 @@ export class AuthService {
       throw new AppError('invalid_credentials', 'Email or password is incorrect');
     }
     await attempt.succeeded();
+    // Only after the password (so it tells no guesser that an email exists), and before the second factor is spent.
+    await this.policies.checkIp(user.company.id, meta.ip);
     // Only after the password: mfa_required never tells a guesser that an email exists.
     await this.mfa.checkSecondFactor(user, input.totpCode, meta, 'login');
     if (user.status !== 'active') {
@@ -110,6 +112,8 @@ export class AuthService {
    * first token pair. Every sign-in method ends here.
    */
   async startSession(user: User, meta: RequestMeta, method: 'password' | 'sso'): Promise<LoginResult> {
+    // The company's allow-list holds for every way in (single sign-on's included), not only for requests that carry a token.
+    await this.policies.checkIp(user.company.id, meta.ip);
     const em = currentEm(this.orm);
     const now = new Date();
     const session = em.create(Session, {
@@ -150,12 +154,12 @@ export class AuthService {
     const em = currentEm(this.orm);
     const tokenHash = sha256Hex(presented);
     const now = new Date();
-    const spent = await em.nativeUpdate(
-      RefreshToken,
-      { tokenHash, usedAt: null, expiresAt: { $gt: now } },
-      { usedAt: now },
-    );
+    // Read before it is spent: a refresh the company's allow-list refuses must leave the token usable from an allowed network.
     const token = await em.findOne(RefreshToken, { tokenHash }, { populate: ['session.user', 'session.company'] });
+    if (token && !token.usedAt) await this.policies.checkIp(token.session.company.id, meta.ip);
+    const spent = token
+      ? await em.nativeUpdate(RefreshToken, { tokenHash, usedAt: null, expiresAt: { $gt: now } }, { usedAt: now })
+      : 0;
     if (spent !== 1 || !token) {
       // A client racing itself loses quietly; a token replayed after the grace window is
       // taken as stolen: the whole session ends, its newest refresh token and access tokens too.

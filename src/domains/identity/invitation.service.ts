@@ -250,7 +250,8 @@ export class InvitationService {
     const tokenHash = sha256Hex(input.token);
     const invitation = await em.findOne(Invitation, { tokenHash }, { refresh: true });
     if (!invitation || effectiveStatus(invitation, new Date()) !== 'pending') throw invalid();
-    // The inviting company's policy may ask for longer passwords than the global minimum.
+    // The inviting company's allow-list holds before anything is claimed; its policy may ask for longer passwords than the global minimum.
+    await this.securityPolicy.checkIp(invitation.company.id, meta.ip);
     await this.securityPolicy.checkPasswordLength(invitation.company.id, input.password, ['body', 'password']);
     if (await em.count(User, { email: invitation.email })) {
       throw new AppError('email_taken', 'A user with this email address exists already; sign in instead');

@@ -163,6 +163,16 @@ export class SecurityPolicyEnforcer {
     return entry.policy;
   }
 
+  /**
+   * 403 ip_not_allowed when the company's allow-list leaves `ip` out: for the ways into a session
+   * (sign-in, token refresh, an invitation's acceptance), which no request-path check sees since
+   * they carry no credential yet.
+   */
+  async checkIp(companyId: string, ip: string): Promise<void> {
+    const refusal = ipRefusal(await this.policyOf(companyId), ip);
+    if (refusal) throw refusal;
+  }
+
   /** 401 token_invalid when a company key is older than the policy's maximum age. */
   async checkKeyAge(companyId: string, createdAt: number, now: number): Promise<void> {
     const refusal = keyAgeRefusal(await this.policyOf(companyId), createdAt, now);
@@ -201,8 +211,11 @@ export class SecurityPolicyEnforcer {
   }
 
   /** Why a provider sign-in of a user of the company is refused by its policy, or null. */
-  async ssoRefusal(companyId: string, provider: string, signUpEmail?: string): Promise<{ reason: string; error: AppError } | null> {
-    const { view } = await this.policyOf(companyId);
+  async ssoRefusal(companyId: string, provider: string, ip: string, signUpEmail?: string): Promise<{ reason: string; error: AppError } | null> {
+    const policy = await this.policyOf(companyId);
+    const { view } = policy;
+    const outside = ipRefusal(policy, ip);
+    if (outside) return { reason: 'ip_not_allowed', error: outside };
     if (!view.allowedSsoProviders.includes(provider)) {
       return {
         reason: 'provider_not_allowed',

@@ -505,7 +505,7 @@ export class SsoService {
 
     const identity = await em.findOne(UserIdentity, { provider, subject }, { populate: ['user'] });
     if (identity) {
-      await this.assertPolicyAllows(identity.user.company.id, provider, identity.user.email);
+      await this.assertPolicyAllows(identity.user.company.id, provider, identity.user.email, meta);
       identity.lastLoginAt = now;
       if (email) identity.email = email;
       await em.flush();
@@ -521,7 +521,7 @@ export class SsoService {
 
     const existing = await em.findOne(User, { email });
     if (existing) {
-      await this.assertPolicyAllows(existing.company.id, provider, email);
+      await this.assertPolicyAllows(existing.company.id, provider, email, meta);
       // MFA on: nothing about the account changes before the code; the link is made once the challenge is answered.
       if (existing.mfaEnabled) {
         await this.assertLinkable(existing, provider, subject, email);
@@ -567,11 +567,12 @@ export class SsoService {
   }
 
   /**
-   * The company's security policy: the provider must be allowed (403 forbidden);
-   * a sign-up through an invitation also needs an allowed email domain.
+   * The company's security policy: the sign-in comes from an allowed network (403 ip_not_allowed)
+   * and the provider must be allowed (403 forbidden); a sign-up through an invitation also needs an
+   * allowed email domain.
    */
-  private async assertPolicyAllows(companyId: string, provider: SsoProviderName, email: string, signUp = false): Promise<void> {
-    const refusal = await this.policies.ssoRefusal(companyId, provider, signUp ? email : undefined);
+  private async assertPolicyAllows(companyId: string, provider: SsoProviderName, email: string, meta: RequestMeta, signUp = false): Promise<void> {
+    const refusal = await this.policies.ssoRefusal(companyId, provider, meta.ip, signUp ? email : undefined);
     if (refusal) throw new SsoRefusal(refusal.reason, refusal.error, { companyId, email });
   }
 
@@ -597,7 +598,7 @@ export class SsoService {
       ), { companyId: latest?.company.id ?? null, email });
     }
 
-    await this.assertPolicyAllows(invitation.company.id, provider, email, true);
+    await this.assertPolicyAllows(invitation.company.id, provider, email, meta, true);
     // A user created by SSO has no password anyone knows; same hash format, so password logins take as long.
     const passwordHash = await hashPassword(randomBytes(32).toString('base64url'), this.config.scryptCost);
     const name = typeof claims.name === 'string' && claims.name.trim() ? claims.name.trim().slice(0, 200) : null;
