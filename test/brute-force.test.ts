@@ -127,6 +127,26 @@ test('a successful login resets the count', async (t) => {
   assertCode(await attempt(app, owner.email, WRONG), 429, 'rate_limited');
 });
 
+test('wrong passwords at step-up count with sign-in\'s: delayed from the 5th, locked at the 10th, so a stolen token is no way around the guard', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token: token } = await login(app, owner.email);
+  const stepUp = (password: string) => app.inject({ method: 'POST', url: '/v1/auth/step-up', headers: bearer(token), payload: { password } });
+  for (let n = 1; n <= 5; n++) assertCode(await stepUp(WRONG), 401, 'invalid_credentials');
+  // The same count as sign-in: the next attempt of either waits, the right password too.
+  assertCode(await stepUp(PASSWORD), 429, 'rate_limited');
+  assertCode(await attempt(app, owner.email, PASSWORD), 429, 'rate_limited');
+  for (let n = 6; n <= 10; n++) {
+    await expireBlocks(app);
+    const res = await stepUp(WRONG);
+    assertCode(res, n < 10 ? 401 : 429, n < 10 ? 'invalid_credentials' : 'account_locked');
+  }
+  await expireBlocks(app);
+  // A right step-up clears the count, as a right sign-in does.
+  assert.equal((await stepUp(PASSWORD)).statusCode, 200);
+  assert.deepEqual(await sql(app, 'select * from login_throttles'), []);
+});
+
 test('failures far apart do not add up; thresholds are configurable', async (t) => {
   const app = await build(t, {
     loginThrottle: { delayAfterFailures: 2, maxDelaySeconds: 3, lockAfterFailures: 5, lockSeconds: 60, failureMemorySeconds: 3600 },

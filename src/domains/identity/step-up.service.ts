@@ -8,6 +8,7 @@ import type { Principal, RequestMeta, UserPrincipal } from '../../auth/principal
 import { currentEm, transaction } from '../../db/unit-of-work';
 import type { AuditService } from '../audit';
 import type { MfaService } from './mfa.service';
+import type { LoginThrottleService } from './login-throttle.service';
 import { Session } from './session.entity';
 import { User } from './user.entity';
 
@@ -31,6 +32,8 @@ export class StepUpService {
     private readonly audit: AuditService,
     private readonly tokens: AccessTokens,
     private readonly mfa: MfaService,
+    /** Step-up checks the same password as sign-in, so its failures count (and lock) alike: a stolen token is no way around the guard. */
+    private readonly throttle: LoginThrottleService,
   ) {}
 
   async stepUp(principal: Principal, input: { password: string; totpCode?: string | null }, meta: RequestMeta): Promise<StepUpResult> {
@@ -41,6 +44,7 @@ export class StepUpService {
     const em = currentEm(this.orm);
     const user = await em.findOne(User, { id: caller.userId }, { populate: ['company'], refresh: true });
     if (!user || user.status !== 'active') throw new AppError('token_invalid', 'The user of this token no longer exists or is suspended');
+    const attempt = await this.throttle.begin(user.email, caller.companyId, meta);
     if (!(await verifyPassword(input.password, user.passwordHash))) {
       await this.audit.record({
         action: 'auth.step_up_failed',
@@ -49,10 +53,12 @@ export class StepUpService {
         meta,
         targetType: 'session',
         targetId: caller.sessionId,
-        data: { reason: 'invalid_credentials' },
+        data: { reason: 'invalid_credentials', failures: attempt.failures },
       });
+      await attempt.failed(); // throws account_locked when this failure locks the address
       throw new AppError('invalid_credentials', 'The password is incorrect');
     }
+    await attempt.succeeded();
     await this.mfa.checkSecondFactor(user, input.totpCode, meta, 'step_up');
     return this.recordAuthentication({ sessionId: caller.sessionId, companyId: caller.companyId }, user, meta);
   }
