@@ -276,7 +276,17 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     app.addHook('onRoute', (route) => {
       if (route.url !== '/graphql') return;
       route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), admitOperations];
+      if ([route.method].flat().includes('POST')) route.preValidation = [...(route.preValidation ? [route.preValidation].flat() : []), jsonBodiesOnly];
     });
+
+    /**
+     * A POST /graphql body is JSON, as every REST body is: mercurius also parses application/graphql
+     * (a bare document) and fastify text/plain, which would answer a 400 where REST answers 415.
+     */
+    const jsonBodiesOnly = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+      if (request.headers['content-type']?.split(';', 1)[0]!.trim().toLowerCase() === 'application/json') return done();
+      done(new AppError('unsupported_media_type', 'POST /graphql takes a JSON body (application/json)'));
+    };
 
     // 32 KB less heap per open socket (see the function).
     lighterSocketMessageLoop();
