@@ -488,3 +488,140 @@ test('a signed webhook body that is not a readable event answers 400 webhook_eve
   const res = await deliver(app, event('invoice.payment_failed', late));
   assert.equal(res.statusCode, 200, res.body);
 });
+
+/** A plan change under an Idempotency-Key (none when `key` is null). */
+function planChange(app: FastifyInstance, token: string, plan: string, key: string | null) {
+  return app.inject({
+    method: 'POST',
+    url: '/v1/admin/billing/plan/change',
+    headers: { authorization: `Bearer ${token}`, ...(key === null ? {} : { 'idempotency-key': key }) },
+    payload: { plan_id: plan },
+  });
+}
+
+async function planChangeRows(app: FastifyInstance) {
+  return sql<{ company_id: string; plan_id: string; previous_plan_id: string; effective: string; credits_added: number; checkout_url: string | null }>(
+    app,
+    'select * from plan_changes order by created_at',
+  );
+}
+
+test('one Idempotency-Key is one plan change: up, down, up under it answers the first change again, and Stripe and Atrium stay on one price', async (t) => {
+  const { app, fake, c } = await stripeApp(t);
+  const companyId = c.b.companyId;
+  await deliver(app, event('checkout.session.completed', { ...subscriptionCheckout(companyId, 'sub_b', 'cus_b'), metadata: { plan_id: 'starter' } }, Math.floor(Date.now() / 1000) - 10));
+  fake.subscriptions.set('sub_b', { id: 'sub_b', itemId: 'si_b', price: 'price_starter', quantity: 1 });
+  const updates = () => fake.requests.filter((r) => r.method === 'POST' && r.path === '/v1/subscriptions/sub_b');
+
+  const up = await planChange(app, c.tokens.ownerB, 'professional', 'change-1');
+  assert.equal(up.statusCode, 200, up.body);
+  assert.deepEqual([up.json().effective, up.json().credits_added], ['now', 4000]);
+  const down = await planChange(app, c.tokens.ownerB, 'starter', 'change-1');
+  assertCode(down, 409, 'conflict');
+  assert.match(down.json().detail, /Idempotency-Key was used for a different plan change/);
+  const again = await planChange(app, c.tokens.ownerB, 'professional', 'change-1');
+  assert.equal(again.statusCode, 200, again.body);
+  assert.deepEqual(again.json(), up.json(), 'the first change, answered again');
+
+  assert.equal(updates().length, 1, 'Stripe saw one update');
+  assert.equal(updates()[0]!.idempotencyKey, `plan:${companyId}:sub_b:${sha256Hex('change-1')}`);
+  assert.equal(fake.subscriptions.get('sub_b')!.price, 'price_pro');
+  assert.equal((await call(app, c.tokens.ownerB, 'GET', '/v1/admin/billing/summary')).json().plan.id, 'professional');
+  const [stored] = await sql<{ plan_id: string }>(app, 'select plan_id from subscriptions where company_id = ?', [companyId]);
+  assert.equal(stored!.plan_id, 'professional');
+  assert.equal(app.domains.billing.ledger.balance(companyId).monthly, 6000, 'the upgrade credits added once');
+  assert.equal((await sql(app, "select 1 from audit_events where action = 'billing.plan_changed'")).length, 1);
+  assert.deepEqual(
+    (await planChangeRows(app)).map((r) => [r.company_id, r.plan_id, r.previous_plan_id, r.effective, r.credits_added, r.checkout_url]),
+    [[companyId, 'professional', 'starter', 'now', 4000, null]],
+  );
+
+  // The GraphQL mutation behind the route keeps the same record.
+  const gql = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: { authorization: `Bearer ${c.tokens.ownerB}`, 'idempotency-key': 'change-1' },
+    payload: { query: 'mutation { changePlan(input: { planId: "professional" }) { plan { id } previousPlanId effective creditsAdded } }' },
+  });
+  assert.deepEqual(gql.json().data?.changePlan, { plan: { id: 'professional' }, previousPlanId: 'starter', effective: 'now', creditsAdded: 4000 }, gql.body);
+  assert.equal(updates().length, 1);
+
+  // Another key is another change; an unreadable key is refused before anything happens.
+  const other = await planChange(app, c.tokens.ownerB, 'starter', 'change-2');
+  assert.equal(other.json().effective, 'next_period', other.body);
+  assert.equal(fake.subscriptions.get('sub_b')!.price, 'price_starter');
+  assertInvalid(await planChange(app, c.tokens.ownerB, 'professional', 'has space'), 'header.Idempotency-Key');
+  assert.equal(updates().length, 2);
+  await assertLedgerAddsUp(app);
+});
+
+test('concurrent plan changes under one Idempotency-Key make one change and answer it to each, never a 500', async (t) => {
+  const { app, fake, c } = await stripeApp(t);
+  const companyId = c.b.companyId;
+  await deliver(app, event('checkout.session.completed', { ...subscriptionCheckout(companyId, 'sub_b', 'cus_b'), metadata: { plan_id: 'starter' } }, Math.floor(Date.now() / 1000) - 10));
+  fake.subscriptions.set('sub_b', { id: 'sub_b', itemId: 'si_b', price: 'price_starter', quantity: 1 });
+  const answers = await Promise.all(Array.from({ length: 5 }, () => planChange(app, c.tokens.ownerB, 'professional', 'together')));
+  for (const res of answers) assert.equal(res.statusCode, 200, res.body);
+  assert.equal(new Set(answers.map((res) => res.body)).size, 1, answers.map((res) => res.body).join('\n'));
+  assert.deepEqual([answers[0]!.json().effective, answers[0]!.json().credits_added], ['now', 4000]);
+  // Those that reached Stripe sent one key: Stripe applied the first and replayed it to the rest.
+  const updates = fake.requests.filter((r) => r.method === 'POST' && r.path === '/v1/subscriptions/sub_b');
+  assert.deepEqual([...new Set(updates.map((r) => r.idempotencyKey))], [`plan:${companyId}:sub_b:${sha256Hex('together')}`]);
+  assert.equal(fake.subscriptions.get('sub_b')!.price, 'price_pro');
+  assert.equal((await planChangeRows(app)).length, 1);
+  assert.equal(app.domains.billing.ledger.balance(companyId).monthly, 6000);
+  assert.equal((await sql(app, "select 1 from audit_events where action = 'billing.plan_changed'")).length, 1);
+  await assertLedgerAddsUp(app);
+});
+
+test('a subscription checkout under one Idempotency-Key answers the same checkout again; another plan under it is 409', async (t) => {
+  const { app, fake, c } = await stripeApp(t);
+  const first = await planChange(app, c.tokens.ownerA, 'professional', 'subscribe-1');
+  assert.equal(first.statusCode, 200, first.body);
+  assert.equal(first.json().effective, 'checkout');
+  assert.match(first.json().checkout_url, /^https:\/\/checkout\.stripe\.test\//);
+  const again = await planChange(app, c.tokens.ownerA, 'professional', 'subscribe-1');
+  assert.deepEqual(again.json(), first.json());
+  const other = await planChange(app, c.tokens.ownerA, 'starter', 'subscribe-1');
+  assertCode(other, 409, 'conflict');
+  assert.match(other.json().detail, /Idempotency-Key was used for a different plan change/);
+  const creates = fake.requests.filter((r) => r.path === '/v1/checkout/sessions');
+  assert.equal(creates.length, 1, 'the retries never reached the processor');
+  assert.equal(creates[0]!.idempotencyKey, `subscribe:${c.a.companyId}:${sha256Hex('subscribe-1')}`);
+  assert.deepEqual(
+    (await planChangeRows(app)).map((r) => [r.plan_id, r.previous_plan_id, r.effective, r.credits_added, r.checkout_url]),
+    [['professional', 'starter', 'checkout', 0, first.json().checkout_url]],
+  );
+  assert.equal((await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json().plan.id, 'starter', 'nothing changes before payment');
+  // Without a key each request is a checkout of its own, as before.
+  await planChange(app, c.tokens.ownerA, 'professional', null);
+  assert.equal(fake.requests.filter((r) => r.path === '/v1/checkout/sessions').length, 2);
+});
+
+test('on-premise, one Idempotency-Key is one plan change: up, down, up answers the first again; concurrent requests make one', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const companyId = c.a.companyId;
+  const up = await planChange(app, c.tokens.ownerA, 'professional', 'change-1');
+  assert.equal(up.statusCode, 200, up.body);
+  assert.deepEqual([up.json().effective, up.json().credits_added], ['now', 4000]);
+  const down = await planChange(app, c.tokens.ownerA, 'starter', 'change-1');
+  assertCode(down, 409, 'conflict');
+  assert.match(down.json().detail, /Idempotency-Key was used for a different plan change/);
+  const again = await planChange(app, c.tokens.ownerA, 'professional', 'change-1');
+  assert.equal(again.statusCode, 200, again.body);
+  assert.deepEqual(again.json(), up.json());
+  assert.equal(app.domains.identity.accounts.planIdOf(companyId), 'professional');
+  assert.equal(app.domains.billing.ledger.balance(companyId).monthly, 6000);
+  assert.equal((await sql(app, "select 1 from audit_events where action = 'billing.plan_changed'")).length, 1);
+  assertInvalid(await planChange(app, c.tokens.ownerA, 'starter', 'has space'), 'header.Idempotency-Key');
+
+  // Company B: five at once under one key.
+  const together = await Promise.all(Array.from({ length: 5 }, () => planChange(app, c.tokens.ownerB, 'professional', 'together')));
+  for (const res of together) assert.equal(res.statusCode, 200, res.body);
+  assert.equal(new Set(together.map((res) => res.body)).size, 1, together.map((res) => res.body).join('\n'));
+  assert.equal(app.domains.billing.ledger.balance(c.b.companyId).monthly, 6000);
+  assert.equal((await sql(app, "select 1 from audit_events where action = 'billing.plan_changed'")).length, 2);
+  assert.equal((await planChangeRows(app)).length, 2);
+  await assertLedgerAddsUp(app);
+});

@@ -88,10 +88,13 @@ export const billingRoutes: RestRoute[] = [
       'PlanChangeRequest: plan_id. Owners only. An upgrade applies at once and adds the difference of monthly credits for ' +
       'the rest of the period; a downgrade applies from the next period. With Stripe, a live subscription changes its price ' +
       'with proration; a company without one gets effective=checkout and a checkout_url to subscribe. On-premise the change ' +
-      'is immediate. The current plan again is 409; an unknown plan 422. Audited billing.plan_changed.',
+      'is immediate. The current plan again is 409; an unknown plan 422. Audited billing.plan_changed. Send an Idempotency-Key ' +
+      'header (1 to 255 visible ASCII characters) to make a retry safe: the same key and plan_id answer the first change again, ' +
+      'its checkout_url included, and change nothing, at the processor or here; the same key with another plan_id is 409; an ' +
+      'unreadable key is 422. Without one, each request is a change of its own.',
     tag: 'Billing',
     status: 200,
-    problems: { 403: 'forbidden: not an owner', 409: 'Already on this plan', 502: 'The processor refused' },
+    problems: { 403: 'forbidden: not an owner', 409: 'Already on this plan, or the Idempotency-Key was used for another plan', 502: 'The processor refused' },
     field: 'changePlan',
     args: { input: body() },
     bodyHints: { title: 'PlanChangeRequest' },

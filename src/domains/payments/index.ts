@@ -6,6 +6,7 @@ import { loadPaymentsConfig } from './config';
 import { paymentsErrors } from './errors';
 import { Invoice } from './invoice.entity';
 import { paymentsMigrations } from './migrations';
+import { PlanChangeRecord } from './plan-change.entity';
 import { ProcessorEvent } from './processor-event.entity';
 import { createStripe } from './stripe-client';
 import { Subscription } from './subscription.entity';
@@ -43,7 +44,7 @@ export const MONTHLY_ALLOCATION_SECONDS = 3600;
 export const paymentsDomain = defineDomain({
   name: 'payments',
   requires: { audit: auditDomain, billing: billingDomain, identity: identityDomain },
-  entities: [Subscription, Invoice, ProcessorEvent, TopupSession],
+  entities: [Subscription, Invoice, ProcessorEvent, TopupSession, PlanChangeRecord],
   migrations: paymentsMigrations,
   errors: paymentsErrors,
   config: (env) => ({ payments: loadPaymentsConfig(env) }),

@@ -12,6 +12,7 @@ import { calendarPeriod, formatMicros, microsFromMinor, minorFromMicros, parseMo
 import type { CompanyAdminService, IdentityService } from '../identity';
 import type { PaymentsConfig } from './config';
 import { Invoice } from './invoice.entity';
+import { PlanChangeRecord } from './plan-change.entity';
 import { ProcessorEvent } from './processor-event.entity';
 import { Subscription } from './subscription.entity';
 import { TopupSession } from './topup-session.entity';
@@ -146,13 +147,21 @@ export class SubscriptionService {
    * credits for the rest of the period; a downgrade applies from the next
    * period. With a live subscription the processor changes its price, with
    * proration. A paid plan without a subscription answers a checkout URL.
+   *
+   * Under an Idempotency-Key the change is recorded with its answer: the
+   * same key and plan answer it again and change nothing, here or at the
+   * processor; the same key with another plan is 409 conflict.
    */
   async changePlan(principal: Principal, planId: string, meta?: Partial<RequestMeta>): Promise<PlanChange> {
     const caller = requireUser(principal);
     if (caller.role !== 'owner') throw new AppError('forbidden', 'Only an owner changes the plan');
     const target = this.plans.plan(planId);
     if (!target) throw AppError.validation([{ loc: ['body', 'plan_id'], msg: 'no such plan', type: 'value_error' }]);
+    const key = clientIdempotencyKey(meta);
     const companyId = caller.companyId;
+    // Before the current-plan check: a retry finds the company on the plan its first request moved it to.
+    const earlier = key ? await this.recordedChange(companyId, key, planId) : null;
+    if (earlier) return earlier;
     const previousPlanId = this.accounts.planIdOf(companyId) ?? DEFAULT_PLAN;
     if (previousPlanId === planId) throw new AppError('conflict', `The company is on the ${planId} plan already`);
     const sub = await this.subscriptionOf(companyId);
@@ -160,7 +169,7 @@ export class SubscriptionService {
 
     if (this.stripe) {
       const price = this.config.stripe!.priceByPlan.get(planId);
-      if (!live && price) return this.subscriptionCheckout(caller.companyId, caller.email, planId, previousPlanId, price, meta);
+      if (!live && price) return this.subscriptionCheckout(caller, planId, previousPlanId, price, key);
       if (live) {
         if (!price) throw AppError.validation([{ loc: ['body', 'plan_id'], msg: 'this plan has no price (STRIPE_PRICES)', type: 'value_error' }]);
         const upgrade = isUpgrade(this.plans.plan(previousPlanId), target);
@@ -180,14 +189,16 @@ export class SubscriptionService {
             },
             // A client's X-Request-Id is no promise of the same change: reused, Stripe would replay an
             // earlier update while Atrium applied this one. Without an Idempotency-Key the SDK makes one.
-            idempotencyOption(`plan:${companyId}:${live.subscriptionId}:${planId}`, meta?.idempotencyKey),
+            // One key is one change, whatever its plan: Stripe refuses a key reused with other parameters,
+            // so a request racing the first with another plan cannot move the subscription as well.
+            idempotencyOption(`plan:${companyId}:${live.subscriptionId}`, key),
           );
         });
       }
     }
-    return transaction(this.orm, async () => {
-      const previous = this.plans.plan(previousPlanId);
-      const upgrade = isUpgrade(previous, target);
+    const previous = this.plans.plan(previousPlanId);
+    const upgrade = isUpgrade(previous, target);
+    return this.recorded(caller.userId, companyId, key, { planId, previousPlanId, effective: upgrade ? 'now' : 'next_period' }, async () => {
       await this.accounts.setPlan(companyId, planId);
       if (live) live.planId = planId;
       let creditsAdded = 0;
@@ -206,8 +217,53 @@ export class SubscriptionService {
         targetId: companyId,
         data: { from: previousPlanId, to: planId, effective: upgrade ? 'now' : 'next_period', creditsAdded, processor: this.mode },
       });
-      return { planId, previousPlanId, effective: upgrade ? 'now' : 'next_period', creditsAdded, checkoutUrl: null };
+      return { creditsAdded, checkoutUrl: null };
     });
+  }
+
+  /**
+   * Runs `apply`, the local side of a plan change, in one transaction with
+   * the record of the change under `key` (none without a key). The record is
+   * written first: when a request with the same key committed before, found
+   * there or by the unique index, its change is answered and `apply` never
+   * runs.
+   */
+  private async recorded(
+    requestedBy: string,
+    companyId: string,
+    key: string | null,
+    change: Pick<PlanChange, 'planId' | 'previousPlanId' | 'effective'>,
+    apply: () => Promise<Pick<PlanChange, 'creditsAdded' | 'checkoutUrl'>>,
+  ): Promise<PlanChange> {
+    try {
+      return await transaction(this.orm, async (em) => {
+        let row: PlanChangeRecord | null = null;
+        if (key) {
+          // Transactions take turns on the one connection: a request with this key that ran alongside has committed.
+          const earlier = await this.recordedChange(companyId, key, change.planId);
+          if (earlier) return earlier;
+          row = em.create(PlanChangeRecord, { companyId, idempotencyKey: key, ...change, creditsAdded: 0, requestedBy });
+          await em.flush();
+        }
+        const result: PlanChange = { ...change, ...(await apply()) };
+        if (row) Object.assign(row, { creditsAdded: result.creditsAdded, checkoutUrl: result.checkoutUrl });
+        return result;
+      });
+    } catch (error) {
+      if (!key || !(error instanceof UniqueConstraintViolationException)) throw error;
+      // Another writer stored a change under this key between the check and the insert: answer that one.
+      const stored = await this.recordedChange(companyId, key, change.planId);
+      if (!stored) throw error;
+      return stored;
+    }
+  }
+
+  /** The change recorded under the company's `key`: answered again for the same plan; for another plan, 409 conflict. */
+  private async recordedChange(companyId: string, key: string, planId: string): Promise<PlanChange | null> {
+    const row = await currentEm(this.orm).findOne(PlanChangeRecord, { companyId, idempotencyKey: key });
+    if (!row) return null;
+    if (row.planId !== planId) throw new AppError('conflict', 'This Idempotency-Key was used for a different plan change');
+    return { planId: row.planId, previousPlanId: row.previousPlanId, effective: row.effective, creditsAdded: row.creditsAdded, checkoutUrl: row.checkoutUrl };
   }
 
   /**
@@ -229,10 +285,7 @@ export class SubscriptionService {
     const successUrl = this.returnUrl(input.successUrl, 'success_url', '/app/billing?topup=success&session_id={CHECKOUT_SESSION_ID}');
     const cancelUrl = this.returnUrl(input.cancelUrl, 'cancel_url', '/app/billing?topup=cancelled');
     const stripe = this.requireStripe();
-    if (meta.idempotencyKey === '') {
-      throw AppError.validation([{ loc: ['header', 'Idempotency-Key'], msg: 'must be 1 to 255 visible ASCII characters', type: 'value_error' }]);
-    }
-    const key = meta.idempotencyKey ?? null;
+    const key = clientIdempotencyKey(meta);
     const em = currentEm(this.orm);
     if (key) {
       const earlier = await em.findOne(TopupSession, { companyId: caller.companyId, idempotencyKey: key });
@@ -396,13 +449,13 @@ export class SubscriptionService {
   }
 
   private async subscriptionCheckout(
-    companyId: string,
-    email: string,
+    caller: { companyId: string; email: string; userId: string },
     planId: string,
     previousPlanId: string,
     price: string,
-    meta?: Partial<RequestMeta>,
+    key: string | null,
   ): Promise<PlanChange> {
+    const { companyId, email } = caller;
     const stripe = this.requireStripe();
     const sub = await this.subscriptionOf(companyId);
     const metadata = { company_id: companyId, plan_id: planId };
@@ -418,10 +471,13 @@ export class SubscriptionService {
           success_url: `${this.urls.publicUrl}/app/billing?subscription=success&session_id={CHECKOUT_SESSION_ID}`,
           cancel_url: `${this.urls.publicUrl}/app/billing?subscription=cancelled`,
         },
-        idempotencyOption(`subscribe:${companyId}:${planId}`, meta?.idempotencyKey),
+        // One key is one change, whatever its plan (see changePlan).
+        idempotencyOption(`subscribe:${companyId}`, key),
       ),
     );
-    return { planId, previousPlanId, effective: 'checkout', creditsAdded: 0, checkoutUrl: session.url ?? null };
+    const change: PlanChange = { planId, previousPlanId, effective: 'checkout', creditsAdded: 0, checkoutUrl: session.url ?? null };
+    // Nothing changes here before payment; under a key the checkout is recorded, so a retry answers this URL.
+    return key ? this.recorded(caller.userId, companyId, key, change, async () => change) : change;
   }
 
   private topupView(row: TopupSession): TopupCheckout {
@@ -483,6 +539,14 @@ function countBy(keys: string[]): { key: string; count: number }[] {
 /** An upgrade gives more monthly credits (any plan from none is one): its credits arrive at once. */
 function isUpgrade(previous: { monthlyCredits: number } | null | undefined, target: { monthlyCredits: number }): boolean {
   return !previous || target.monthlyCredits > previous.monthlyCredits;
+}
+
+/** The client's Idempotency-Key, or null without the header; one the header gave unreadable ('') is 422. */
+function clientIdempotencyKey(meta: Partial<RequestMeta> | undefined): string | null {
+  if (meta?.idempotencyKey === '') {
+    throw AppError.validation([{ loc: ['header', 'Idempotency-Key'], msg: 'must be 1 to 255 visible ASCII characters', type: 'value_error' }]);
+  }
+  return meta?.idempotencyKey ?? null;
 }
 
 /**
