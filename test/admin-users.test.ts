@@ -259,6 +259,12 @@ test('GET and PATCH /admin/users/{id}: body, validation, cross-company 404, supe
   assert.deepEqual(viaGql.data?.updateAdminUser, { name: null });
   const nullRole = await gql(app, s.owner, 'mutation($id: ID!) { updateAdminUser(userId: $id, input: { role: null }) { role } }', { id: s.memberA.userId });
   assert.equal(nullRole.errors?.[0]?.extensions.code, 'validation_error');
+  // An empty patch is refused on both surfaces alike, and audits nothing.
+  const updates = (await sql(app, "select 1 from audit_events where action = 'user.updated'")).length;
+  const empty = await gql(app, s.owner, 'mutation($id: ID!) { updateAdminUser(userId: $id, input: {}) { name } }', { id: s.memberA.userId });
+  assert.equal(empty.errors?.[0]?.extensions.code, 'validation_error');
+  assertInvalid(await req(app, 'PATCH', `/v1/admin/users/${s.memberA.userId}`, s.owner, {}), ['body']);
+  assert.equal((await sql(app, "select 1 from audit_events where action = 'user.updated'")).length, updates);
 });
 
 test('role rules: admin vs owner, last owner, self, granting owner', async (t) => {

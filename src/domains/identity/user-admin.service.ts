@@ -201,6 +201,10 @@ export class UserAdminService {
   /** Changes name, role and status (rules 1 to 4); only what differs is written and audited. */
   async update(principal: Principal, userId: string, patch: AdminUserPatch, meta: RequestMeta): Promise<User> {
     const actor = requireUserAdmin(principal);
+    // An empty patch is a client's mistake, not a change: refused on every transport alike.
+    if (patch.name === undefined && patch.role === undefined && patch.status === undefined) {
+      throw AppError.validation([{ loc: ['body'], msg: 'must NOT have fewer than 1 properties', type: 'minProperties' }]);
+    }
     const issues: ValidationIssue[] = [];
     let name: string | null | undefined;
     if (patch.name !== undefined) {
