@@ -16,7 +16,7 @@ import type { CompiledRoute } from './compile';
 import type { JsonSchema } from './shapes';
 import { pageLinks, type PageBody } from './pagination';
 import { API_PREFIXES } from './route';
-import { NUL_ISSUE, nulPaths } from '../src/errors/nul';
+import { refusedText } from '../src/errors/refused-text';
 import { UNKNOWN_FIELD } from '../src/errors/to-app-error';
 import { isPromise } from '../src/is-promise';
 import { modulesApiSpelling } from '../src/domains/ai';
@@ -54,27 +54,28 @@ function modulesApiErrors(handler: Handler): Handler {
 
 /**
  * The app's validator with one rule more: no text of the path, query or body
- * (object keys included) holds U+0000 (see src/errors/nul.ts). Its failures
+ * (object keys included) holds U+0000 or a lone surrogate (see
+ * src/errors/refused-text.ts). Its failures
  * join the schema's, as 422 items at [part, ...path]. This covers raw routes
  * and whatever a service reads outside a GraphQL field's arguments.
  */
-function refusingNul(compile: FastifySchemaCompiler<unknown>): FastifySchemaCompiler<unknown> {
+function refusingUnkeepableText(compile: FastifySchemaCompiler<unknown>): FastifySchemaCompiler<unknown> {
   return (route) => {
     const validate = compile(route) as FastifyValidationResult & { schemaEnv?: unknown };
     const checked = ((data: unknown, ...rest: unknown[]) => {
       const valid = (validate as (data: unknown, ...rest: unknown[]) => unknown)(data, ...rest);
       const schemaErrors = valid === false ? (validate.errors ?? []) : [];
-      const nul = nulPaths(data).map(
-        (path): FastifySchemaValidationError => ({
-          keyword: NUL_ISSUE.type,
+      const refused = refusedText(data).map(
+        ({ path, issue }): FastifySchemaValidationError => ({
+          keyword: issue.type,
           instancePath: path.map((segment) => `/${String(segment).replace(/~/g, '~0').replace(/\//g, '~1')}`).join(''),
-          schemaPath: '#/nul',
+          schemaPath: '#/text',
           params: {},
-          message: NUL_ISSUE.msg,
+          message: issue.msg,
         }),
       );
-      checked.errors = [...schemaErrors, ...nul];
-      return valid !== false && nul.length === 0;
+      checked.errors = [...schemaErrors, ...refused];
+      return valid !== false && refused.length === 0;
     }) as FastifyValidationResult;
     // Ajv's own functions take the parent (to replace a coerced root value); keep that as fastify sees it.
     return Object.assign(checked, { schemaEnv: validate.schemaEnv });
@@ -103,7 +104,7 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       scope.removeContentTypeParser('text/plain');
       const compile = scope.validatorCompiler;
       if (!compile) throw new Error('The REST adapter validates with the app\'s validator compiler; set it before registering');
-      scope.setValidatorCompiler(refusingNul(compile));
+      scope.setValidatorCompiler(refusingUnkeepableText(compile));
       const isUpload = (compiled: CompiledRoute) => 'raw' in compiled.route && compiled.route.multipart !== undefined;
       for (const compiled of options.routes) if (!isUpload(compiled)) registerRoute(scope, compiled);
       // Multipart bodies for upload routes only (anywhere else they stay 415): each reads its file with its own limits.

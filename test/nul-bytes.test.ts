@@ -15,7 +15,7 @@ import {
   type GraphQLInputType,
 } from 'graphql';
 import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner, seedUser, sql } from './helper';
-import { NUL_ISSUE } from '../src/errors/nul';
+import { NUL_ISSUE, SURROGATE_ISSUE } from '../src/errors/refused-text';
 
 const NUL = 'x\u0000y';
 type Loc = (string | number)[];
@@ -430,4 +430,38 @@ test('other control characters are not refused: only U+0000 is', async (t) => {
   const profile = await app.inject({ method: 'PATCH', url: '/v1/me/profile', headers: bearer(token), payload: { name: 'x\u0001y' } });
   assert.equal(profile.statusCode, 200, profile.body);
   assert.equal(profile.json().name, 'x\u0001y');
+});
+
+test('a lone UTF-16 surrogate (an unpaired \\ud800 escape) is 422 string_unicode on REST and GraphQL and writes nothing; a paired one is kept', async (t) => {
+  const app = await build(t);
+  const { owner, token } = await cast(app);
+  const before = await snapshot(app);
+  const json = { ...bearer(token), 'content-type': 'application/json' };
+  // Raw bodies: JSON.stringify would keep the escape, but the point is what the client's escape decodes to.
+  for (const [method, url, body, loc] of [
+    ['PATCH', '/v1/me/profile', '{"name":"x\\ud800y"}', ['body', 'name']],
+    ['POST', '/v1/admin/api-keys', '{"name":"\\udc00"}', ['body', 'name']],
+    ['PATCH', '/v1/me/profile', '{"name\\ud800":"x"}', ['body', 'name\ud800']],
+  ] as const) {
+    const res = await app.inject({ method, url, headers: json, payload: body });
+    assert.equal(res.statusCode, 422, `${method} ${url}: ${res.body}`);
+    const issues = (res.json() as { errors: { loc: Loc; type: string }[] }).errors;
+    assert.ok(issues.some((e) => e.type === SURROGATE_ISSUE.type && JSON.stringify(e.loc) === JSON.stringify(loc)), res.body);
+  }
+  const viaGraphql = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: json,
+    payload: '{"query":"mutation($name: String) { updateMyProfile(input: { name: $name }) { name } }","variables":{"name":"x\\ud800"}}',
+  });
+  const error = (viaGraphql.json() as GqlAnswer).errors?.[0];
+  assert.equal(error?.extensions.code, 'validation_error', viaGraphql.body);
+  assert.ok(error?.extensions.errors?.some((e) => e.type === SURROGATE_ISSUE.type), viaGraphql.body);
+  assert.equal(await snapshot(app), before, 'nothing written');
+  // A surrogate pair is one character (an emoji), stored and answered as sent.
+  const kept = await app.inject({ method: 'PATCH', url: '/v1/me/profile', headers: json, payload: '{"name":"x\\ud83d\\ude00"}' });
+  assert.equal(kept.statusCode, 200, kept.body);
+  assert.equal(kept.json().name, 'x\u{1F600}');
+  const [stored] = await sql<{ name: string }>(app, 'select name from users where id = ?', [owner.userId]);
+  assert.equal(stored!.name, 'x\u{1F600}');
 });

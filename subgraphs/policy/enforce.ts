@@ -2,7 +2,7 @@ import { MapperKind, mapSchema, type FieldMapper } from '@graphql-tools/utils';
 import { Kind, type GraphQLFieldResolver, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
 import { AppError, isAppError } from '../../src/errors/catalog';
 import { atArguments, locateIssues, type FieldArgument } from '../errors';
-import { nulRefusal } from '../../src/errors/nul';
+import { textRefusal } from '../../src/errors/refused-text';
 import { isPromise } from '../../src/is-promise';
 import { moduleKeyOutsideModules } from '../../src/auth/policy';
 import type { GraphQLContext } from '../context';
@@ -19,9 +19,9 @@ import { restArgHints, restArgNames } from '../rest';
  * - `auth: 'authenticated'`: an anonymous caller is refused before the
  *   resolver runs, with the reason its credential was refused (expired,
  *   revoked, IP not allowed, MFA enrolment owed) or 401 unauthenticated.
- * - Text holding U+0000 anywhere in the arguments (nested inputs and lists
- *   included) is refused with 422 validation_error before the resolver
- *   runs, each issue at its argument path (src/errors/nul.ts); so are
+ * - Text holding U+0000 or a lone surrogate anywhere in the arguments (nested
+ *   inputs and lists included) is refused with 422 validation_error before the
+ *   resolver runs, each issue at its argument path (src/errors/refused-text.ts); so are
  *   values outside the bounds their fields declare (./bounds.ts), which
  *   REST's JSON schemas enforce too.
  * - A validation error the resolver throws gets, for each issue, its path
@@ -97,7 +97,7 @@ export function guarded(
     }
     if (kind === 'module_key' && policy.auth === 'authenticated') throw moduleKeyOutsideModules();
     // Found by walking the arguments: each issue's loc is already its path among them.
-    const refused = nulRefusal(args) ?? outOfBounds?.(args);
+    const refused = textRefusal(args) ?? outOfBounds?.(args);
     if (refused) throw atArguments(refused);
     const fieldCtx = soleRootField(info) ? ctx : scopedToField(ctx, info.path.key as string);
     return ctx.run ? ctx.run.run(() => inner(source, args, fieldCtx, info)) : inner(source, args, fieldCtx, info);

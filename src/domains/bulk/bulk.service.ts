@@ -10,7 +10,7 @@ import type { JobQueue } from '../../jobs/job-queue';
 import type { RunningJob } from '../../jobs/worker';
 import { collectGarbage } from '../../kernel/gc';
 import { AppError, isAppError, type ValidationIssue } from '../../errors/catalog';
-import { NUL_ISSUE, nulPaths } from '../../errors/nul';
+import { refusedText } from '../../errors/refused-text';
 import { storedFileName } from '../../file-name';
 import { canSeeJob, requireJobCaller, type JobCaller } from '../../auth/policy';
 import type { Principal } from '../../auth/principal';
@@ -682,7 +682,7 @@ function checkFields(input: BulkSubmission): { inputColumn: string; promptTempla
   const model = input.model?.trim() || null;
   // Multipart fields, which the REST adapter's JSON check does not see.
   const texts = { input_column: input.inputColumn, prompt_template: input.promptTemplate, output_column: input.outputColumn, model: input.model };
-  for (const path of nulPaths(texts)) issues.push({ loc: ['body', ...path], ...NUL_ISSUE });
+  for (const { path, issue } of refusedText(texts)) issues.push({ loc: ['body', ...path], ...issue });
   if (issues.length) throw AppError.validation(issues);
   return { inputColumn, promptTemplate, outputColumn, model };
 }
