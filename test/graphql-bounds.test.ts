@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GraphQLBoolean, GraphQLObjectType, GraphQLSchema, GraphQLString } from 'graphql';
+import { randomUUID } from 'node:crypto';
+import { GraphQLBoolean, GraphQLID, GraphQLInputObjectType, GraphQLList, GraphQLObjectType, GraphQLSchema, GraphQLString, graphql } from 'graphql';
 import type { LightMyRequestResponse } from 'fastify';
 import { bearer, login, seedOwner } from './helper';
 import { buildWithAi, moduleKey } from './ai-helper';
@@ -145,4 +146,36 @@ test('an argument bound naming an argument the field lacks stops the build', () 
   // A typo in @RestArgs must not leave an argument silently unbounded.
   assert.throws(() => enforceFieldPolicies(probeSchema({ query: { maxLength: 10 } }), 'probe'), /has no argument query to hint/);
   assert.doesNotThrow(() => enforceFieldPolicies(probeSchema({ q: { maxLength: 10 } }), 'probe'));
+});
+
+test('the policy layer lowers UUID arguments, in lists and nested inputs too, before the resolver reads them', async () => {
+  const seen: unknown[] = [];
+  const policy = { atriumPolicy: { auth: 'public' } };
+  const Filter = new GraphQLInputObjectType({
+    name: 'Filter',
+    fields: { ownerId: { type: GraphQLID, extensions: { atriumRest: { format: 'uuid' } } }, label: { type: GraphQLString } },
+  });
+  const schema = new GraphQLSchema({
+    query: new GraphQLObjectType({
+      name: 'Query',
+      fields: {
+        probe: {
+          type: GraphQLBoolean,
+          args: { id: { type: GraphQLID }, ids: { type: new GraphQLList(GraphQLID) }, filter: { type: Filter }, label: { type: GraphQLString } },
+          extensions: { ...policy, atriumRestArgs: { id: { format: 'uuid' }, ids: { items: { format: 'uuid' } } } },
+          resolve: (_source, args) => (seen.push(args), true),
+        },
+      },
+    }),
+  });
+  const id = randomUUID();
+  const result = await graphql({
+    schema: enforceFieldPolicies(schema, 'probe'),
+    source: 'query($id: ID, $ids: [ID], $filter: Filter) { probe(id: $id, ids: $ids, filter: $filter, label: "MiXed") }',
+    variableValues: { id: id.toUpperCase(), ids: [id.toUpperCase(), id], filter: { ownerId: id.toUpperCase(), label: 'MiXed' } },
+    contextValue: { principal: { kind: 'anonymous' }, meta: { requestId: 'r' } },
+  });
+  assert.equal(result.errors, undefined, JSON.stringify(result.errors));
+  // Only what is declared a UUID changes case.
+  assert.deepEqual(JSON.parse(JSON.stringify(seen)), [{ id, ids: [id, id], filter: { ownerId: id, label: 'MiXed' }, label: 'MiXed' }]);
 });
