@@ -8,7 +8,7 @@ import { OperationMeter } from '../subgraphs/policy/limits';
 import { UNSCHEDULED_COST } from '../subgraphs/policy/scheduler';
 
 /** Bounds live on the field (`@RestArgs`), where GraphQL enforces them too; a route's hints only say how REST spells and documents a value. */
-const FIELD_ONLY_HINTS = ['minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems', 'pattern'] as const;
+const FIELD_ONLY_HINTS = ['format', 'minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems', 'pattern'] as const;
 
 /** A route as the adapter serves it and the OpenAPI document describes it. */
 export interface CompiledRoute {

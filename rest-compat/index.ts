@@ -122,7 +122,8 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
       const noQuery = !('raw' in route) && querystring !== undefined && Object.keys(querystring.properties ?? {}).length === 0;
       const handler = 'raw' in route ? route.raw : graphqlHandler(compiled, noQuery);
       const served = route.credential === 'module_key' ? modulesApiErrors(handler) : handler;
-      const ids = { params: uuidMembers(request.params), query: uuidMembers(querystring) };
+      // A GraphQL route's ids are lowered by the policy layer, as over GraphQL (subgraphs/policy/bounds.ts); a raw route's here.
+      const ids = 'raw' in route ? { params: uuidMembers(request.params), query: uuidMembers(querystring) } : { params: [], query: [] };
       for (const prefix of API_PREFIXES) {
         scope.route({
           method: route.method,
@@ -155,7 +156,7 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
 
     /**
      * UUIDs are case-insensitive (RFC 9562) and Atrium stores them lower-case: an id a client
-     * upper-cased names the same row. Only routes that take one run this.
+     * upper-cased names the same row. Only raw routes that take one run this.
      */
     function lowerCaseIds(ids: { params: string[]; query: string[] }) {
       return (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {

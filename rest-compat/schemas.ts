@@ -5,7 +5,6 @@ export const nullable = (type: string, extra: JsonSchema = {}): JsonSchema => ({
 export const dateTime: JsonSchema = { type: 'string', format: 'date-time' };
 export const uuid: JsonSchema = { type: 'string', format: 'uuid' };
 
-/** `?company_id=` of the admin routes a superadmin may point at another company (the field's `companyId`). */
 /** A created key's answer: the key's listing with the plaintext beside it (`{ ...api_key, key }`), not nested. */
 export const createdKeyAnswer = {
   body: ({ api_key: apiKey, key }: { api_key: Record<string, unknown>; key: string }) => ({ ...apiKey, key }),
@@ -42,7 +41,8 @@ export function renamedMember(from: string, to: string) {
 /** The AI-modules API names a job's id `job_id` (ai-modules-api.md). */
 export const jobIdAnswer = renamedMember('id', 'job_id');
 
-export const actingCompany = () => query('company_id', { format: 'uuid', description: "Superadmins only: the company to act on (default: the caller's own)" });
+/** `?company_id=` of the routes a superadmin may point at another company (the field's `companyId`, a UUID by its own hint). */
+export const actingCompany = () => query('company_id', { description: "Superadmins only: the company to act on (default: the caller's own)" });
 
 export const problemSchema: JsonSchema = {
   type: 'object',

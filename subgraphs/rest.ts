@@ -61,6 +61,13 @@ export function RestArgs(hints: Record<string, RestHints>): MethodDecorator {
   return Extensions({ [REST_ARGS]: Object.freeze({ ...hints }) });
 }
 
+/**
+ * The hint of an argument that names a row by id (Atrium's ids are UUIDs):
+ * any other value is validation_error before the resolver runs, and the
+ * policy layer lowers an upper-cased one to the case ids are stored in.
+ */
+export const UUID = { format: 'uuid' } as const satisfies RestHints;
+
 export function restArgHints(field: HintedField, arg: string): RestHints | undefined {
   return restArgNames(field).includes(arg) ? (field.extensions![REST_ARGS] as Record<string, RestHints>)[arg] : undefined;
 }

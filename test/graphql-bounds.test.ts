@@ -1,8 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GraphQLBoolean, GraphQLObjectType, GraphQLSchema, GraphQLString } from 'graphql';
+import { randomUUID } from 'node:crypto';
+import { GraphQLBoolean, GraphQLID, GraphQLInputObjectType, GraphQLList, GraphQLObjectType, GraphQLSchema, GraphQLString, graphql } from 'graphql';
 import type { LightMyRequestResponse } from 'fastify';
-import { bearer, login, seedOwner } from './helper';
+import { assertCode, bearer, createCompanyKey, login, seedOwner } from './helper';
+import { cast } from './admin-helper';
 import { buildWithAi, moduleKey } from './ai-helper';
 import { compileRoutes } from '../rest-compat/compile';
 import { member, query, type ArgSource, type RestRoute } from '../rest-compat/route';
@@ -134,6 +136,8 @@ test('a route that bounds an argument by itself fails to compile: bounds live on
   const schema = probeSchema();
   assert.throws(() => compileRoutes(schema, [probeRoute('probe', { q: query('q', { maxLength: 10 }) })]), /the hint maxLength of q bounds GraphQL too/);
   assert.throws(() => compileRoutes(schema, [probeRoute('poke', { note: member('note', { minLength: 1 }) })]), /the hint minLength of note bounds GraphQL too/);
+  // A format too: an id the route alone held to a UUID reached the resolver as anything over GraphQL.
+  assert.throws(() => compileRoutes(schema, [probeRoute('probe', { q: query('q', { format: 'uuid' }) })]), /the hint format of q bounds GraphQL too/);
   // Docs and REST spelling stay the route's.
   assert.doesNotThrow(() => compileRoutes(schema, [probeRoute('probe', { q: query('q', { description: 'Contains' }) })]));
   // A field's own bound reaches the route's JSON schema.
@@ -145,4 +149,96 @@ test('an argument bound naming an argument the field lacks stops the build', () 
   // A typo in @RestArgs must not leave an argument silently unbounded.
   assert.throws(() => enforceFieldPolicies(probeSchema({ query: { maxLength: 10 } }), 'probe'), /has no argument query to hint/);
   assert.doesNotThrow(() => enforceFieldPolicies(probeSchema({ q: { maxLength: 10 } }), 'probe'));
+});
+
+test('an id that is not a UUID is validation_error over GraphQL as over REST, before the resolver runs; an unknown UUID stays not_found, an upper-cased one names the same row', async (t) => {
+  const app = await buildWithAi(t, { AI_BASE_URL: 'http://127.0.0.1:9/v1' });
+  const s = await cast(app);
+  const modules = await moduleKey(app, s.tokens.ownerA, ['research', 'bulk']);
+  const gql = (auth: string, query: string, variables: Record<string, unknown>) =>
+    app.inject({ method: 'POST', url: '/graphql', headers: bearer(auth), payload: { query, variables } });
+  const rest = (auth: string, method: 'GET' | 'POST' | 'DELETE', url: string) => app.inject({ method, url, headers: bearer(auth) });
+  const gqlCode = (res: LightMyRequestResponse) => (res.json() as GqlAnswer).errors?.[0]?.extensions.code;
+
+  // Each field, the REST route running it, and the argument and path parameter naming the id.
+  const fields: { what: string; auth: string; query: string; arg: string; method: 'GET' | 'POST' | 'DELETE'; url: (id: string) => string; param: Loc }[] = [
+    { what: 'adminUser', auth: s.tokens.ownerA, query: 'query($id: ID!) { adminUser(userId: $id) { id } }', arg: 'userId', method: 'GET', url: (id) => `/v1/admin/users/${id}`, param: ['path', 'user_id'] },
+    { what: 'unlockUser', auth: s.tokens.ownerA, query: 'mutation($id: ID!) { unlockUser(userId: $id) { wasLocked } }', arg: 'userId', method: 'POST', url: (id) => `/v1/admin/users/${id}/unlock`, param: ['path', 'user_id'] },
+    { what: 'revokeApiKey', auth: s.tokens.ownerA, query: 'mutation($id: ID!) { revokeApiKey(id: $id) }', arg: 'id', method: 'DELETE', url: (id) => `/v1/admin/api-keys/${id}`, param: ['path', 'key_id'] },
+    { what: 'adminCompany', auth: s.tokens.superadmin, query: 'query($id: ID!) { adminCompany(id: $id) { id } }', arg: 'id', method: 'GET', url: (id) => `/v1/admin/companies/${id}`, param: ['path', 'company_id'] },
+    { what: 'companyAuditLog', auth: s.tokens.superadmin, query: 'query($id: ID!) { companyAuditLog(companyId: $id) { total } }', arg: 'companyId', method: 'GET', url: (id) => `/v1/admin/companies/${id}/audit`, param: ['path', 'company_id'] },
+    { what: 'resendInvitation', auth: s.tokens.ownerA, query: 'mutation($id: ID!) { resendInvitation(id: $id) { id } }', arg: 'id', method: 'POST', url: (id) => `/v1/admin/invitations/${id}/resend`, param: ['path', 'invitation_id'] },
+    { what: 'researchJob (AI-modules key)', auth: modules.key, query: 'query($id: ID!) { researchJob(id: $id) { id } }', arg: 'id', method: 'GET', url: (id) => `/v1/research/status/${id}`, param: ['path', 'job_id'] },
+    { what: 'bulkJob (company API key)', auth: s.tokens.keyA, query: 'query($id: ID!) { bulkJob(id: $id) { id } }', arg: 'id', method: 'GET', url: (id) => `/v1/bulk/jobs/${id}`, param: ['path', 'id'] },
+    { what: 'adminUsers companyId (optional)', auth: s.tokens.superadmin, query: 'query($id: ID) { adminUsers(companyId: $id) { total } }', arg: 'companyId', method: 'GET', url: (id) => `/v1/admin/users?company_id=${id}`, param: ['query', 'company_id'] },
+  ];
+  for (const field of fields) {
+    for (const malformed of ['nope', `${randomUUID()}x`]) {
+      assertGqlOutOfBounds(await gql(field.auth, field.query, { id: malformed }), [field.arg], 'value_error.format', `GraphQL ${field.what} ${malformed}`);
+      assertRestOutOfBounds(await rest(field.auth, field.method, field.url(malformed)), field.param, 'value_error.format', `REST ${field.what} ${malformed}`);
+    }
+  }
+  for (const field of fields) {
+    const unknown = randomUUID();
+    assert.equal(gqlCode(await gql(field.auth, field.query, { id: unknown })), 'not_found', `GraphQL ${field.what}: an unknown id`);
+    assertCode(await rest(field.auth, field.method, field.url(unknown)), 404, 'not_found');
+  }
+
+  // Upper-cased, an id names the row stored lower-case, over both transports alike.
+  const upper = (id: string) => id.toUpperCase();
+  const user = await gql(s.tokens.ownerA, 'query($id: ID!) { adminUser(userId: $id) { id } }', { id: upper(s.memberA.userId) });
+  assert.deepEqual((user.json() as GqlAnswer).data, { adminUser: { id: s.memberA.userId } }, user.body);
+  assert.equal((await rest(s.tokens.ownerA, 'GET', `/v1/admin/users/${upper(s.memberA.userId)}`)).json().id, s.memberA.userId);
+  const company = await gql(s.tokens.ownerA, 'query($id: ID!) { adminCompany(id: $id) { id } }', { id: upper(s.a.companyId) });
+  assert.deepEqual((company.json() as GqlAnswer).data, { adminCompany: { id: s.a.companyId } }, company.body);
+  // The caller's own company, named upper-cased, is not "another company".
+  const users = await gql(s.tokens.ownerA, 'query($id: ID) { adminUsers(companyId: $id) { total } }', { id: upper(s.a.companyId) });
+  assert.equal((users.json() as GqlAnswer).errors, undefined, users.body);
+  assert.equal((await rest(s.tokens.ownerA, 'GET', `/v1/admin/users?company_id=${upper(s.a.companyId)}`)).statusCode, 200);
+  const [viaGraphql, viaRest] = [await createCompanyKey(app, s.a.companyId, 'one'), await createCompanyKey(app, s.a.companyId, 'two')];
+  const revoked = await gql(s.tokens.ownerA, 'mutation($id: ID!) { revokeApiKey(id: $id) }', { id: upper(viaGraphql.id) });
+  assert.deepEqual((revoked.json() as GqlAnswer).data, { revokeApiKey: true }, revoked.body);
+  assert.equal((await rest(s.tokens.ownerA, 'DELETE', `/v1/admin/api-keys/${upper(viaRest.id)}`)).statusCode, 204);
+  for (const key of [viaGraphql, viaRest]) assert.equal((await app.inject({ url: '/v1/admin/api-keys', headers: bearer(key.key) })).statusCode, 401, 'the key is revoked');
+
+  const submitted = await gql(modules.key, 'mutation($input: BulkCsvInput!) { submitBulkJob(input: $input) { id } }', {
+    input: { csv: 'review\nfine\n', inputColumn: 'review', promptTemplate: 'Classify: {text}' },
+  });
+  const jobId = ((submitted.json() as GqlAnswer).data as { submitBulkJob: { id: string } } | null)?.submitBulkJob.id;
+  assert.ok(jobId, submitted.body);
+  const job = await gql(modules.key, 'query($id: ID!) { bulkJob(id: $id) { id } }', { id: upper(jobId) });
+  assert.deepEqual((job.json() as GqlAnswer).data, { bulkJob: { id: jobId } }, job.body);
+  assert.equal((await rest(modules.key, 'GET', `/v1/bulk/status/${upper(jobId)}`)).json().job_id, jobId);
+});
+
+test('the policy layer lowers UUID arguments, in lists and nested inputs too, before the resolver reads them', async () => {
+  const seen: unknown[] = [];
+  const policy = { atriumPolicy: { auth: 'public' } };
+  const Filter = new GraphQLInputObjectType({
+    name: 'Filter',
+    fields: { ownerId: { type: GraphQLID, extensions: { atriumRest: { format: 'uuid' } } }, label: { type: GraphQLString } },
+  });
+  const schema = new GraphQLSchema({
+    query: new GraphQLObjectType({
+      name: 'Query',
+      fields: {
+        probe: {
+          type: GraphQLBoolean,
+          args: { id: { type: GraphQLID }, ids: { type: new GraphQLList(GraphQLID) }, filter: { type: Filter }, label: { type: GraphQLString } },
+          extensions: { ...policy, atriumRestArgs: { id: { format: 'uuid' }, ids: { items: { format: 'uuid' } } } },
+          resolve: (_source, args) => (seen.push(args), true),
+        },
+      },
+    }),
+  });
+  const id = randomUUID();
+  const result = await graphql({
+    schema: enforceFieldPolicies(schema, 'probe'),
+    source: 'query($id: ID, $ids: [ID], $filter: Filter) { probe(id: $id, ids: $ids, filter: $filter, label: "MiXed") }',
+    variableValues: { id: id.toUpperCase(), ids: [id.toUpperCase(), id], filter: { ownerId: id.toUpperCase(), label: 'MiXed' } },
+    contextValue: { principal: { kind: 'anonymous' }, meta: { requestId: 'r' } },
+  });
+  assert.equal(result.errors, undefined, JSON.stringify(result.errors));
+  // Only what is declared a UUID changes case.
+  assert.deepEqual(JSON.parse(JSON.stringify(seen)), [{ id, ids: [id, id], filter: { ownerId: id, label: 'MiXed' }, label: 'MiXed' }]);
 });

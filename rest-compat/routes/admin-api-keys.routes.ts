@@ -53,6 +53,6 @@ export const adminApiKeyRoutes: RestRoute[] = [
     status: 204,
     problems: { 403: 'forbidden: the caller is not an owner or admin', 404: 'No such active key in the caller\'s company' },
     field: 'revokeApiKey',
-    args: { id: path('key_id', { format: 'uuid' }) },
+    args: { id: path('key_id') },
   },
 ];

@@ -2,7 +2,7 @@ import { body, path, query, type RestRoute } from '../route';
 import { pageArgs } from '../pagination';
 import { actingCompany } from '../schemas';
 
-const company = { id: path('company_id', { format: 'uuid' }) };
+const company = { id: path('company_id') };
 const ACCESS =
   'Owners and admins of the company and its API keys; a member gets 403. Another company answers 404 unless the ' +
   'caller is a platform superadmin (create-owner --superadmin), who may act on every company.';
@@ -86,7 +86,7 @@ export const adminCompanyRoutes: RestRoute[] = [
     problems: { 403: 'forbidden: the caller is not an owner or admin', 404: 'No such company (or not the caller\'s)' },
     field: 'companyAuditLog',
     args: {
-      companyId: path('company_id', { format: 'uuid' }),
+      companyId: path('company_id'),
       ...pageArgs(),
       action: query('action', { description: 'Exact action' }),
       actor: query('actor', { description: 'Actor id or label' }),

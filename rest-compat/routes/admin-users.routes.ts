@@ -10,7 +10,7 @@ import {
   userStatuses,
 } from '../../src/domains/identity';
 
-const user = { userId: path('user_id', { format: 'uuid' }) };
+const user = { userId: path('user_id') };
 
 const WHO =
   "Owners and admins of the user's company, its API keys and superadmins (any company); a member gets 403 and a " +
@@ -43,7 +43,7 @@ export const adminUserRoutes: RestRoute[] = [
       status: query('status', { enum: userStatuses }),
       sort: query('sort', { enum: ADMIN_USER_SORTS.flatMap((s) => [s, `-${s}`]), description: 'Sort key; - prefix for descending' }),
       ...pageArgs(),
-      companyId: query('company_id', { format: 'uuid', description: 'Superadmins: only this company' }),
+      companyId: query('company_id', { description: 'Superadmins: only this company' }),
     },
     paginated: true,
   },

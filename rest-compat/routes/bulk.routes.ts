@@ -250,7 +250,7 @@ export const bulkRoutes: RestRoute[] = [
     status: 200,
     problems: { 404: 'No bulk job of yours with this id' },
     field: 'bulkJob',
-    args: { id: path('job_id', { format: 'uuid' }) },
+    args: { id: path('job_id') },
     answer: jobIdAnswer,
   },
   {
@@ -279,7 +279,7 @@ export const bulkRoutes: RestRoute[] = [
     status: 200,
     problems: { 404: 'No bulk job of yours with this id', 409: 'job_finished' },
     field: 'cancelBulkJob',
-    args: { id: path('job_id', { format: 'uuid' }) },
+    args: { id: path('job_id') },
     answer: jobIdAnswer,
   },
   {
@@ -327,7 +327,7 @@ export const bulkRoutes: RestRoute[] = [
     status: 200,
     problems: { 404: 'No bulk job with this id' },
     field: 'bulkJob',
-    args: { id: path('id', { format: 'uuid' }) },
+    args: { id: path('id') },
   },
   {
     method: 'GET',
@@ -385,6 +385,6 @@ export const bulkRoutes: RestRoute[] = [
     status: 200,
     problems: { 404: 'No bulk job with this id', 409: 'job_finished' },
     field: 'cancelBulkJob',
-    args: { id: path('id', { format: 'uuid' }) },
+    args: { id: path('id') },
   },
 ];

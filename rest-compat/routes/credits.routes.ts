@@ -3,7 +3,7 @@ import { pageArgs } from '../pagination';
 import { actingCompany } from '../schemas';
 import { GRANT_REASON_MAX, MAX_CREDITS_PER_WRITE, TRANSACTIONS_PER_PAGE } from '../../src/domains/billing';
 
-const company = { companyId: path('company_id', { format: 'uuid' }) };
+const company = { companyId: path('company_id') };
 const SUPERADMIN_ONLY =
   'Platform superadmins only (credits are money): anyone else gets 403, an owner included. An unknown company is 404.';
 const IDEMPOTENT = 'Idempotent per request: a retry with the same X-Request-Id header changes nothing and answers the balance; the same id with other credits or another reason is 409.';

@@ -126,7 +126,7 @@ export const invitationRoutes: RestRoute[] = [
     status: 200,
     problems: { 403: 'forbidden: a member, or an admin resending an owner invitation', 404: "No such invitation in the caller's company", 409: 'Not pending or expired' },
     field: 'resendInvitation',
-    args: { id: path('invitation_id', { format: 'uuid' }) },
+    args: { id: path('invitation_id') },
   },
   {
     method: 'POST',
@@ -140,7 +140,7 @@ export const invitationRoutes: RestRoute[] = [
     status: 200,
     problems: { 403: 'forbidden: the caller is not an owner or admin of the company', 404: "No such invitation in the caller's company", 409: 'Not pending' },
     field: 'revokeInvitation',
-    args: { id: path('invitation_id', { format: 'uuid' }) },
+    args: { id: path('invitation_id') },
   },
   {
     method: 'POST',

@@ -44,7 +44,7 @@ export const meRoutes: RestRoute[] = [
     status: 204,
     problems: { ...USER_ONLY, 404: 'not_found: not an active session of the caller' },
     field: 'revokeSession',
-    args: { id: path('session_id', { format: 'uuid' }) },
+    args: { id: path('session_id') },
   },
   {
     method: 'POST',

@@ -55,6 +55,6 @@ export const moduleKeyRoutes: RestRoute[] = [
     status: 204,
     problems: { 403: 'forbidden for an API key', 404: 'You have no active key with this id' },
     field: 'revokeMyApiKey',
-    args: { id: path('key_id', { format: 'uuid' }) },
+    args: { id: path('key_id') },
   },
 ];

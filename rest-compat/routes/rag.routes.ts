@@ -115,7 +115,7 @@ export const ragRoutes: RestRoute[] = [
     status: 204,
     problems: { 404: 'You have no document with this id' },
     field: 'deleteDocument',
-    args: { docId: path('doc_id', { format: 'uuid' }) },
+    args: { docId: path('doc_id') },
   },
   {
     method: 'POST',

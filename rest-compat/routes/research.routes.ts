@@ -51,7 +51,7 @@ export const researchRoutes: RestRoute[] = [
     status: 200,
     problems: { 404: 'No research job of yours with this id' },
     field: 'researchJob',
-    args: { id: path('job_id', { format: 'uuid' }) },
+    args: { id: path('job_id') },
     answer: jobIdAnswer,
   },
   {
@@ -81,7 +81,7 @@ export const researchRoutes: RestRoute[] = [
     status: 200,
     problems: { 404: 'No research job of yours with this id', 409: 'job_finished' },
     field: 'cancelResearch',
-    args: { id: path('job_id', { format: 'uuid' }) },
+    args: { id: path('job_id') },
     answer: jobIdAnswer,
   },
   {
@@ -124,7 +124,7 @@ export const researchRoutes: RestRoute[] = [
     status: 200,
     problems: { 404: 'No research job with this id' },
     field: 'researchJob',
-    args: { id: path('id', { format: 'uuid' }) },
+    args: { id: path('id') },
     answer: contentAnswer,
   },
   {
@@ -138,7 +138,7 @@ export const researchRoutes: RestRoute[] = [
     status: 200,
     problems: { 404: 'No research job with this id', 409: 'job_finished' },
     field: 'cancelResearch',
-    args: { id: path('id', { format: 'uuid' }) },
+    args: { id: path('id') },
     answer: contentAnswer,
   },
 ];

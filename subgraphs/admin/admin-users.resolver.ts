@@ -1,6 +1,6 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest, RestArgs } from '../rest';
+import { Rest, RestArgs, UUID } from '../rest';
 import {
   ADMIN_USERS_PER_PAGE,
   SESSIONS_PER_PAGE,
@@ -54,7 +54,7 @@ export class AdminUsersResolver {
   ) {}
 
   @Access({ auth: 'authenticated' })
-  @RestArgs({ ...PAGE_BOUNDS, q: { maxLength: 320 } })
+  @RestArgs({ ...PAGE_BOUNDS, q: { maxLength: 320 }, companyId: UUID })
   @Query(() => AdminUserPageType, {
     description:
       "The users of the caller's company (a superadmin: every company, or companyId). q matches email or name " +
@@ -75,13 +75,14 @@ export class AdminUsersResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ userId: UUID })
   @Query(() => AdminUserType, { description: `One user. ${WHO}` })
   adminUser(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
     return this.users.get(ctx.principal, userId);
   }
 
   @Access({ auth: 'authenticated' })
-  @RestArgs(PAGE_BOUNDS)
+  @RestArgs({ ...PAGE_BOUNDS, userId: UUID })
   @Query(() => AdminUserSessionPageType, { description: `A user's active sessions, newest first. ${WHO}` })
   adminUserSessions(
     @Arg('userId', () => ID) userId: string,
@@ -93,7 +94,7 @@ export class AdminUsersResolver {
   }
 
   @Access({ auth: 'authenticated' })
-  @RestArgs({ days: { minimum: 1, maximum: USAGE_DAYS_MAX } })
+  @RestArgs({ days: { minimum: 1, maximum: USAGE_DAYS_MAX }, userId: UUID })
   @Query(() => AdminUserUsageType, { description: `A user's usage over the last days (1 to 365), by model, with totals. ${WHO}` })
   adminUserUsage(
     @Arg('userId', () => ID) userId: string,
@@ -104,6 +105,7 @@ export class AdminUsersResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ userId: UUID })
   @Mutation(() => AdminUserType, {
     description: `Changes a user's name, role or status; audited user.updated with the changed fields. ${WHO}`,
   })
@@ -112,6 +114,7 @@ export class AdminUsersResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ userId: UUID })
   @Mutation(() => Boolean, {
     description: `Deletes a user; their sessions and the API keys they created end at once. Audited user.deleted. ${WHO}`,
   })
@@ -121,31 +124,35 @@ export class AdminUsersResolver {
   }
 
   @Access({ auth: 'authenticated' })
-  @RestArgs({ reason: { minLength: 1, maxLength: SUSPEND_REASON_MAX } })
+  @RestArgs({ reason: { minLength: 1, maxLength: SUSPEND_REASON_MAX }, userId: UUID })
   @Mutation(() => AdminUserType, { description: `Suspends a user (reason 1 to 500 characters); every session ends at once. ${WHO}` })
   suspendUser(@Arg('userId', () => ID) userId: string, @Arg('reason') reason: string, @Ctx() ctx: GraphQLContext) {
     return this.users.suspend(ctx.principal, userId, reason, ctx.meta);
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ userId: UUID })
   @Mutation(() => AdminUserType, { description: `Lets a suspended user sign in again and clears their failed-login count. ${WHO}` })
   unsuspendUser(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
     return this.users.unsuspend(ctx.principal, userId, ctx.meta);
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ userId: UUID })
   @Mutation(() => AdminPasswordResetType, { description: `Mails the user a password reset link. ${WHO}` })
   sendUserPasswordReset(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
     return this.users.resetPassword(ctx.principal, userId, ctx.meta);
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ userId: UUID })
   @Mutation(() => AdminForceLogoutType, { description: `Ends every session of the user at once. ${WHO}` })
   forceLogoutUser(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
     return this.users.forceLogout(ctx.principal, userId, ctx.meta);
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ userId: UUID })
   @Mutation(() => AdminUserType, { description: `Turns a user's MFA off (the user is told by mail). ${WHO}` })
   disableUserMfa(@Arg('userId', () => ID) userId: string, @Ctx() ctx: GraphQLContext) {
     return this.users.disableMfa(ctx.principal, userId, ctx.meta);

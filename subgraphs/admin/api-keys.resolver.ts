@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest, RestArgs } from '../rest';
+import { Rest, RestArgs, UUID } from '../rest';
 import { checkPage } from '../../src/pagination';
 import { API_KEYS_PER_PAGE, parseScopes, type ApiKey, type ApiKeyAdminService, type IdentityApi, type IdentityService } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
@@ -87,6 +87,7 @@ export class ApiKeyAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ id: UUID })
   @Mutation(() => Boolean, {
     description: 'Revokes an API key at once: requests and open subscriptions with it are refused from now on. Audited api_key.revoked.',
   })

@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest, RestArgs } from '../rest';
+import { Rest, RestArgs, UUID } from '../rest';
 import { checkPage } from '../../src/pagination';
 import { COMPANIES_PER_PAGE, COMPANY_AUDIT_PER_PAGE, type CompanyAdminService, type IdentityApi } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
@@ -124,12 +124,14 @@ export class CompanyAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ id: UUID })
   @Query(() => AdminCompanyType, { description: "One company; another company's id is not_found unless the caller is a superadmin" })
   adminCompany(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     return this.companies.get(ctx.principal, id);
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ id: UUID })
   @Mutation(() => AdminCompanyType, {
     description: 'Renames a company; planId may be changed by a platform superadmin only (forbidden otherwise). Audited company.updated.',
   })
@@ -142,7 +144,7 @@ export class CompanyAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
-  @RestArgs({ ...PAGE_BOUNDS, action: { minLength: 1, maxLength: 64 }, actor: { minLength: 1, maxLength: 320 } })
+  @RestArgs({ ...PAGE_BOUNDS, action: { minLength: 1, maxLength: 64 }, actor: { minLength: 1, maxLength: 320 }, companyId: UUID })
   @Query(() => AuditEventPageType, {
     description: "A company's audit log, newest first; action filters by exact action, actor by actor id or label (email or key name)",
   })
@@ -158,6 +160,7 @@ export class CompanyAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ companyId: UUID })
   @Query(() => AdminOverviewType, {
     description: "Counts of the caller's company (a superadmin: of companyId): users, invitations, sessions, keys, security events",
   })

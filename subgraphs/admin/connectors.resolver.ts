@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest, RestArgs } from '../rest';
+import { Rest, RestArgs, UUID } from '../rest';
 import type { GraphQLContext } from '../context';
 import {
   CLIENT_ID_MAX,
@@ -101,6 +101,7 @@ export class ConnectorAdminResolver {
   constructor(private readonly service: ConnectorService) {}
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ companyId: UUID })
   @Query(() => [ConnectorType], {
     description: "Both cloud-storage connectors of the caller's company (owners, admins, company API keys); a superadmin may name any company.",
   })
@@ -109,7 +110,7 @@ export class ConnectorAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
-  @RestArgs({ name: { maxLength: 64 } })
+  @RestArgs({ name: { maxLength: 64 }, companyId: UUID })
   @Mutation(() => ConnectorType, {
     description: 'Changes the given fields of a connector; audited connector.updated with the changed field names.',
   })
@@ -123,7 +124,7 @@ export class ConnectorAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
-  @RestArgs({ name: { maxLength: 64 } })
+  @RestArgs({ name: { maxLength: 64 }, companyId: UUID })
   @Mutation(() => ConnectorTestResultType, {
     description:
       "Tests a connector: configuration complete, then the provider's token endpoint reachable (5 s limit, SSRF-guarded). " +

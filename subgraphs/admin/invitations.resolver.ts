@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest, RestArgs } from '../rest';
+import { Rest, RestArgs, UUID } from '../rest';
 import type { GraphQLContext } from '../context';
 import { invitationStatuses, MAX_BULK_INVITATIONS, roles, type IdentityApi, type InvitationService } from '../../src/domains/identity';
 import { PageType, PAGE_BOUNDS } from '../page';
@@ -139,6 +139,7 @@ export class InvitationResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ id: UUID })
   @Mutation(() => InvitationType, {
     description: 'Mails a new link for a pending or expired invitation, with a new expiry; the previous link stops working',
   })
@@ -147,6 +148,7 @@ export class InvitationResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ id: UUID })
   @Mutation(() => InvitationType, { description: 'Revokes a pending invitation; its link stops working' })
   revokeInvitation(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     return this.service.revoke(ctx.principal, id, ctx.meta);

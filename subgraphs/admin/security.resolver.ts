@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest, type RestHints, RestArgs } from '../rest';
+import { Rest, type RestHints, RestArgs, UUID } from '../rest';
 import { checkPage } from '../../src/pagination';
 import {
   API_KEY_MAX_AGE_BOUNDS,
@@ -170,6 +170,7 @@ export class SecurityResolver {
   constructor(private readonly policies: SecurityPolicyService) {}
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ companyId: UUID })
   @Query(() => SecurityPolicyType, {
     description:
       "The caller's company security policy (owners, admins, company API keys); a superadmin may name any company.",
@@ -179,6 +180,7 @@ export class SecurityResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ companyId: UUID })
   @Mutation(() => SecurityPolicyType, {
     description: 'Changes the given fields of the security policy; audited security_policy.updated with the changes.',
   })
@@ -191,7 +193,7 @@ export class SecurityResolver {
   }
 
   @Access({ auth: 'authenticated' })
-  @RestArgs(PAGE_BOUNDS)
+  @RestArgs({ ...PAGE_BOUNDS, companyId: UUID })
   @Query(() => CompanySessionPageType, {
     description: "The company's active sessions, newest first (owners, admins, company API keys; a superadmin may name any company).",
   })

@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, Int, Mutation, ObjectType, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest } from '../rest';
+import { Rest, RestArgs, UUID } from '../rest';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, LoginThrottleService } from '../../src/domains/identity';
 
@@ -24,6 +24,7 @@ export class UserLockResolver {
   constructor(private readonly throttle: LoginThrottleService) {}
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ userId: UUID })
   @Mutation(() => UserUnlockType, {
     description:
       "Ends a user's sign-in lock (or delay) after failed logins by clearing the count. Owners and admins of the " +

@@ -5,7 +5,7 @@ import type { GraphQLContext } from '../context';
 import { BillingCompany, BillingCompanyResolver } from './billing.resolver';
 import { PlanType } from './plan.types';
 import { CreditBalanceType, CreditGrantInput, CreditTransactionPageType, SpendingBudgetInput, SpendingBudgetType } from './credits.types';
-import { RestArgs } from '../rest';
+import { RestArgs, UUID } from '../rest';
 import { PAGE_BOUNDS } from '../page';
 
 const SUPERADMIN_COMPANY = "Superadmins only: another company's id (default: the caller's own)";
@@ -27,6 +27,7 @@ export class CreditsResolver {
   constructor(private readonly ledger: LedgerService) {}
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ companyId: UUID })
   @Query(() => CreditBalanceType, { description: "The caller's company credit balance (any member or key); superadmins may name another company" })
   credits(@Ctx() ctx: GraphQLContext, @Arg('companyId', () => ID, { nullable: true, description: SUPERADMIN_COMPANY }) companyId?: string | null) {
     return this.ledger.balanceFor(ctx.principal, companyId);
@@ -38,7 +39,7 @@ export class CreditsResolver {
   }
 
   @Access({ auth: 'authenticated' })
-  @RestArgs(PAGE_BOUNDS)
+  @RestArgs({ ...PAGE_BOUNDS, companyId: UUID })
   @Query(() => CreditTransactionPageType, { description: "The company's credit ledger, newest first (owners, admins and keys; superadmins may name another company)" })
   creditTransactions(
     @Ctx() ctx: GraphQLContext,
@@ -50,6 +51,7 @@ export class CreditsResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ companyId: UUID })
   @Mutation(() => CreditBalanceType, {
     description:
       'Grants credits to a company (platform superadmins only); they never expire. Idempotent per request id: a retry with the same X-Request-Id grants once. Audited credits.granted.',
@@ -59,6 +61,7 @@ export class CreditsResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ companyId: UUID })
   @Mutation(() => CreditBalanceType, {
     description:
       'Takes credits back from a company (platform superadmins only): granted first, then monthly, then purchased; never below zero (422). Idempotent per request id. Audited credits.revoked.',
@@ -68,12 +71,14 @@ export class CreditsResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ companyId: UUID })
   @Query(() => SpendingBudgetType, { description: "The company's spending budget and this period's spend (owners, admins and keys; superadmins may name another company)" })
   spendingBudget(@Ctx() ctx: GraphQLContext, @Arg('companyId', () => ID, { nullable: true, description: SUPERADMIN_COMPANY }) companyId?: string | null) {
     return budgetView(this.ledger.budgetFor(ctx.principal, companyId), this.ledger.currency);
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ companyId: UUID })
   @Mutation(() => SpendingBudgetType, {
     description: "Sets or (with null) removes a company's spending budget per period (platform superadmins only). Audited billing.budget_changed.",
   })
@@ -86,6 +91,7 @@ export class CreditsResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ companyId: UUID })
   @Subscription(() => CreditBalanceType, {
     description: "The company's balance each time it changes, live (owners, admins and keys; superadmins may name another company)",
     subscribe: ({ args, context }) => {

@@ -27,7 +27,7 @@ import {
   TopupCheckoutType,
   TopupInput,
 } from './payments.types';
-import { RestArgs } from '../rest';
+import { RestArgs, UUID } from '../rest';
 import { PAGE_BOUNDS } from '../page';
 
 const SUPERADMIN_COMPANY = "Superadmins only: another company's id (default: the caller's own)";
@@ -45,6 +45,7 @@ export class PaymentsResolver {
   ) {}
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ companyId: UUID })
   @Query(() => BillingSummaryType, { description: "The company's plan, subscription, period, credits, budget and spend (owners, admins and keys)" })
   async billingSummary(@Ctx() ctx: GraphQLContext, @Arg('companyId', () => ID, { nullable: true, description: SUPERADMIN_COMPANY }) companyId?: string | null) {
     return this.summaryView(await this.subscriptions.summary(ctx.principal, companyId));
@@ -84,7 +85,7 @@ export class PaymentsResolver {
   }
 
   @Access({ auth: 'authenticated' })
-  @RestArgs(PAGE_BOUNDS)
+  @RestArgs({ ...PAGE_BOUNDS, companyId: UUID })
   @Query(() => InvoicePageType, { description: "The company's invoices, newest first (owners, admins and keys)" })
   async invoices(
     @Ctx() ctx: GraphQLContext,

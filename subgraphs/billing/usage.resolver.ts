@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest, RestArgs } from '../rest';
+import { Rest, RestArgs, UUID } from '../rest';
 import type { GraphQLContext } from '../context';
 import { MONEY_PATTERN } from './credits.types';
 import { USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, usageGroups, type BillingApi, type UsageRow, type UsageService } from '../../src/domains/billing';
@@ -74,7 +74,7 @@ export class UsageResolver {
   ) {}
 
   @Access({ auth: 'authenticated' })
-  @RestArgs({ days: { minimum: 1, maximum: USAGE_DAYS_MAX } })
+  @RestArgs({ days: { minimum: 1, maximum: USAGE_DAYS_MAX }, companyId: UUID })
   @Query(() => UsageReportType, {
     description: `The company's usage over the last days (1 to ${USAGE_DAYS_MAX}, default ${USAGE_DAYS_DEFAULT}), grouped by ${usageGroups.join(', ')} (default model). Owners, admins and keys; superadmins may name another company.`,
   })

@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest } from '../rest';
+import { Rest, RestArgs, UUID } from '../rest';
 import { moduleScopes } from '../../src/auth/principal';
 import { MAX_MODULE_KEYS_PER_USER, type IdentityApi, type ModuleKeyService } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
@@ -76,6 +76,7 @@ export class ModuleKeysResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ id: UUID })
   @Mutation(() => Boolean, { description: `Revokes one of the caller's AI-modules keys at once. ${SIGNED_IN} Audited module_key.revoked.` })
   async revokeMyApiKey(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     await this.keys.revoke(ctx.principal, id, ctx.meta);

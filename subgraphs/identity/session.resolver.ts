@@ -5,7 +5,7 @@ import type { GraphQLContext } from '../context';
 import { SESSION_COOKIE } from './identity.resolver';
 import { SESSIONS_PER_PAGE, type IdentityApi, type SessionService } from '../../src/domains/identity';
 import { SessionPageType } from './session.types';
-import { RestArgs } from '../rest';
+import { RestArgs, UUID } from '../rest';
 import { PAGE_BOUNDS } from '../page';
 
 @Resolver()
@@ -29,6 +29,7 @@ export class SessionResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @RestArgs({ id: UUID })
   @Mutation(() => Boolean, {
     description:
       "Ends one of the caller's active sessions at once (its access tokens, refresh token and subscriptions). " +

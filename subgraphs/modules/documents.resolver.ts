@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest } from '../rest';
+import { Rest, RestArgs, UUID } from '../rest';
 import { documentKinds, RAG_DOC_IDS_MAX, RAG_QUERY_MAX, type DocumentsApi, type DocumentsService } from '../../src/domains/documents';
 import type { GraphQLContext } from '../context';
 
@@ -100,6 +100,7 @@ export class DocumentsResolver {
   }
 
   @Access({ auth: 'modules' })
+  @RestArgs({ docId: UUID })
   @Mutation(() => Boolean, { description: "Deletes one of the caller's documents and its passages (scope rag); another user's is 404" })
   async deleteDocument(@Arg('docId', () => ID) docId: string, @Ctx() ctx: GraphQLContext) {
     await this.documents.delete(ctx.principal, docId);

@@ -7,7 +7,7 @@ import type { BulkApi, BulkJobView, BulkService } from '../../src/domains/bulk';
 import type { GraphQLContext } from '../context';
 import { queueIterator } from '../../src/events/event-bus';
 import { BulkCsvInput, BulkJobPageType, BulkJobType, BulkRowType, JobUpdateType, ResearchInput, ResearchJobPageType, ResearchJobType } from './jobs.types';
-import { RestArgs } from '../rest';
+import { RestArgs, UUID } from '../rest';
 import { PAGE_BOUNDS } from '../page';
 
 type Update = { kind: 'research'; jobId: string; status: string; research: ResearchJobView; bulk: null } | { kind: 'bulk'; jobId: string; status: string; research: null; bulk: BulkJobView };
@@ -40,6 +40,7 @@ export class JobsResolver {
   }
 
   @Access({ auth: 'modules' })
+  @RestArgs({ id: UUID })
   @Query(() => ResearchJobType, { description: "A research job of the caller's (an admin's: of the company); another's is 404" })
   researchJob(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     return this.research.get(ctx.principal, id);
@@ -57,6 +58,7 @@ export class JobsResolver {
   }
 
   @Access({ auth: 'modules' })
+  @RestArgs({ id: UUID })
   @Mutation(() => ResearchJobType, { description: 'Cancels a queued or running research job and returns its credits; a finished one is 409 job_finished' })
   cancelResearch(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     return this.research.cancel(ctx.principal, id);
@@ -76,6 +78,7 @@ export class JobsResolver {
   }
 
   @Access({ auth: 'modules' })
+  @RestArgs({ id: UUID })
   @Query(() => BulkJobType, { description: "A bulk job of the caller's (an admin's: of the company); another's is 404" })
   bulkJob(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     return this.bulk.get(ctx.principal, id);
@@ -93,6 +96,7 @@ export class JobsResolver {
   }
 
   @Access({ auth: 'modules' })
+  @RestArgs({ id: UUID })
   @Query(() => [BulkRowType], { description: 'Processed rows after row `after`, in row order, at most `first` (a row still running ends the list)' })
   bulkJobRows(
     @Arg('id', () => ID) id: string,
@@ -106,12 +110,14 @@ export class JobsResolver {
   }
 
   @Access({ auth: 'modules' })
+  @RestArgs({ id: UUID })
   @Mutation(() => BulkJobType, { description: 'Stops a queued or running bulk job: rows not yet sent stay unprocessed and cost nothing; a finished job is 409 job_finished' })
   cancelBulkJob(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext) {
     return this.bulk.cancel(ctx.principal, id);
   }
 
   @Access({ auth: 'modules' })
+  @RestArgs({ id: UUID })
   @Subscription(() => JobUpdateType, {
     description: "One research or bulk job as it changes: research phases and steps, bulk counts (a few a second at most), the final state. Another's job is 404.",
     subscribe: async ({ args, context }) => {

@@ -11,6 +11,8 @@ import { restHints, type RestHints } from '../rest';
  * refuses the same inputs: REST validates them with its derived JSON
  * schemas before the field runs; GraphQL reaches this check in the policy
  * layer (./enforce.ts). Both use Ajv, so an issue reads the same on both.
+ * A value declared a UUID (`format: 'uuid'`, ../rest.ts UUID) then reaches
+ * the resolver lower-case on every transport, as ids are stored.
  */
 
 type JsonSchema = Record<string, unknown>;
@@ -62,12 +64,16 @@ const ajv = addFormats(new Ajv({ allErrors: true, strict: false, coerceTypes: fa
 /** One compiled check per distinct schema: every app built in one process (tests build many) shares them. */
 const compiled = new Map<string, ValidateFunction>();
 
-/**
- * The check of a root field's arguments against their declared bounds: the
- * 422 validation error with each issue at its path among the arguments, or
- * undefined. Undefined (no check at all) when no argument is bounded.
- */
-export function compileBounds(args: readonly BoundedArgument[]): ((values: Record<string, unknown>) => AppError | undefined) | undefined {
+/** A root field's arguments against their declared bounds, before its resolver runs. */
+export interface ArgumentBounds {
+  /** The 422 validation error with each issue at its path among the arguments, or undefined. */
+  refuse(values: Record<string, unknown>): AppError | undefined;
+  /** The arguments as the resolver reads them: each UUID lower-case, as ids are stored (RFC 9562: UUIDs are case-insensitive). */
+  canonical(values: Record<string, unknown>): Record<string, unknown>;
+}
+
+/** Undefined (nothing to do at all) when no argument is bounded. */
+export function compileBounds(args: readonly BoundedArgument[]): ArgumentBounds | undefined {
   const properties: Record<string, JsonSchema> = {};
   for (const arg of args) {
     const schema = boundsSchema(arg.type, arg.hints, new Set());
@@ -79,10 +85,45 @@ export function compileBounds(args: readonly BoundedArgument[]): ((values: Recor
   let validate = compiled.get(key);
   if (!validate) compiled.set(key, (validate = ajv.compile(schema)));
   const check = validate;
-  return (values) => {
-    if (check(values)) return undefined;
-    // Ajv's issues as REST words them, located among the arguments rather than in a request part.
-    const issues = validationIssues({ validation: check.errors as ErrorObject[] }).map((issue) => ({ ...issue, loc: issue.loc.slice(1) }));
-    return AppError.validation(issues);
+  const lower = lowerMembers(args.map((arg) => ({ name: arg.name, lower: lowering(arg.type, arg.hints, new Set()) })));
+  return {
+    refuse(values) {
+      if (check(values)) return undefined;
+      // Ajv's issues as REST words them, located among the arguments rather than in a request part.
+      const issues = validationIssues({ validation: check.errors as ErrorObject[] }).map((issue) => ({ ...issue, loc: issue.loc.slice(1) }));
+      return AppError.validation(issues);
+    },
+    canonical: lower ? (values) => lower(values) as Record<string, unknown> : (values) => values,
+  };
+}
+
+type Lower = (value: unknown) => unknown;
+
+const lowerCase: Lower = (value) => (typeof value === 'string' ? value.toLowerCase() : value);
+
+/** How a value of `type` gets its UUIDs lower-cased (the walk of boundsSchema); undefined when it holds none. */
+function lowering(type: GraphQLInputType, hints: RestHints | undefined, within: ReadonlySet<GraphQLInputType>): Lower | undefined {
+  const inner = getNullableType(type);
+  if (isListType(inner)) {
+    const item = lowering(inner.ofType as GraphQLInputType, hints?.items, within);
+    return item && ((value) => (Array.isArray(value) ? value.map(item) : value));
+  }
+  if (isInputObjectType(inner)) {
+    if (within.has(inner)) return undefined;
+    const nested = new Set(within).add(inner);
+    return lowerMembers(Object.values(inner.getFields()).map((field) => ({ name: field.name, lower: lowering(field.type, restHints(field), nested) })));
+  }
+  return hints?.format === 'uuid' ? lowerCase : undefined;
+}
+
+/** A copy of an object with each member that holds UUIDs lowered; undefined when none does. */
+function lowerMembers(members: readonly { name: string; lower: Lower | undefined }[]): Lower | undefined {
+  const lowered = members.filter((member): member is { name: string; lower: Lower } => member.lower !== undefined);
+  if (!lowered.length) return undefined;
+  return (value) => {
+    if (value === null || typeof value !== 'object') return value;
+    const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+    for (const { name, lower } of lowered) if (out[name] !== undefined) out[name] = lower(out[name]);
+    return out;
   };
 }

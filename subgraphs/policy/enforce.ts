@@ -7,7 +7,7 @@ import { isPromise } from '../../src/is-promise';
 import { moduleKeyOutsideModules } from '../../src/auth/policy';
 import type { GraphQLContext } from '../context';
 import { fieldPolicy, type FieldPolicy } from './access';
-import { compileBounds } from './bounds';
+import { compileBounds, type ArgumentBounds } from './bounds';
 import { restArgHints, restArgNames } from '../rest';
 
 /**
@@ -23,7 +23,8 @@ import { restArgHints, restArgNames } from '../rest';
  *   inputs and lists included) is refused with 422 validation_error before the
  *   resolver runs, each issue at its argument path (src/errors/refused-text.ts); so are
  *   values outside the bounds their fields declare (./bounds.ts), which
- *   REST's JSON schemas enforce too.
+ *   REST's JSON schemas enforce too. An id declared a UUID reaches the
+ *   resolver lower-case, as ids are stored, whatever case it came in.
  * - A validation error the resolver throws gets, for each issue, its path
  *   among the field's arguments (../errors.ts): GraphQL answers that, REST
  *   the request location the service wrote.
@@ -85,7 +86,7 @@ export function guarded(
   inner: GraphQLFieldResolver<unknown, GraphQLContext>,
   policy: FieldPolicy,
   fieldArgs: readonly FieldArgument[],
-  outOfBounds?: (args: Record<string, unknown>) => AppError | undefined,
+  bounds?: ArgumentBounds,
 ): GraphQLFieldResolver<unknown, GraphQLContext> {
   const located = (error: unknown): never => {
     throw isAppError(error) ? locateIssues(error, fieldArgs) : error;
@@ -97,10 +98,11 @@ export function guarded(
     }
     if (kind === 'module_key' && policy.auth === 'authenticated') throw moduleKeyOutsideModules();
     // Found by walking the arguments: each issue's loc is already its path among them.
-    const refused = textRefusal(args) ?? outOfBounds?.(args);
+    const refused = textRefusal(args) ?? bounds?.refuse(args);
     if (refused) throw atArguments(refused);
+    const values = bounds ? bounds.canonical(args) : args;
     const fieldCtx = soleRootField(info) ? ctx : scopedToField(ctx, info.path.key as string);
-    return ctx.run ? ctx.run.run(() => inner(source, args, fieldCtx, info)) : inner(source, args, fieldCtx, info);
+    return ctx.run ? ctx.run.run(() => inner(source, values, fieldCtx, info)) : inner(source, values, fieldCtx, info);
   };
   // A synchronous answer stays synchronous: only a promise gets a rejection handler.
   return (source, args, ctx, info) => {
