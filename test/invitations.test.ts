@@ -134,13 +134,16 @@ test('roles: a member gets 403, an admin cannot invite an owner, an owner, an ad
   assert.equal((await invite(app, ownerToken, { email: 'c@example.com', role: 'owner' })).statusCode, 201);
 });
 
-test('conflicts: an address of a user is 409 email_taken, one with a pending invitation 409 conflict', async (t) => {
+test('conflicts: an address of a user of the company is 409 email_taken, one with a pending invitation 409 conflict; another company\'s user is invited like anyone (no enumeration across companies)', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);
   const other = await seedOwner(app, 'elsewhere@example.com', 'Other');
   const { access_token } = await login(app, owner.email);
 
-  assertCode(await invite(app, access_token, { email: 'ELSEWHERE@example.com', role: 'member' }), 409, 'email_taken');
+  assertCode(await invite(app, access_token, { email: owner.email.toUpperCase(), role: 'member' }), 409, 'email_taken');
+  // An address with an account in another company answers as an unknown one would; the invitee, not the inviter, learns it is taken.
+  assert.equal((await invite(app, access_token, { email: 'ELSEWHERE@example.com', role: 'member' })).statusCode, 201);
+  assertCode(await accept(app, await mailedToken(app, 'elsewhere@example.com')), 409, 'email_taken');
   assert.equal((await invite(app, access_token, { email: 'dup@example.com', role: 'member' })).statusCode, 201);
   assertCode(await invite(app, access_token, { email: 'dup@example.com', role: 'admin' }), 409, 'conflict');
   // Another company may invite the same address.
@@ -294,8 +297,9 @@ test('revoke: pending only; the link stops working; other company 404; member 40
 test('bulk: each row is created or fails on its own', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);
-  await seedOwner(app, 'taken@example.com', 'Other');
   const admin = await seedUser(app, owner.companyId, 'admin');
+  const taken = await seedUser(app, owner.companyId, 'member');
+  await sql(app, "update users set email = 'taken@example.com' where email = ?", [taken.email]);
   const member = await seedUser(app, owner.companyId, 'member');
   const bulk = (payload: unknown, token = admin.token) =>
     app.inject({ method: 'POST', url: '/v1/admin/invitations/bulk', headers: bearer(token), payload: payload as object });

@@ -19,13 +19,14 @@ const ADMIN_ONLY =
 
 const createProblems = {
   403: 'forbidden: a member, or an admin inviting with role owner',
-  409: 'email_taken: a user has this address; conflict: a pending invitation exists for it (resend that one)',
+  409: 'email_taken: a user of the company has this address; conflict: a pending invitation exists for it (resend that one)',
 };
 
 const createDescription =
   'Mails a single-use link PUBLIC_URL/app/accept-invitation?token=… to the address (only the SHA-256 of the token ' +
-  'is stored); it expires after INVITATION_TTL_DAYS (default 7). An address that belongs to a user is ' +
-  '409 email_taken; one with a pending invitation in the company is 409 conflict (resend it instead). ' +
+  'is stored); it expires after INVITATION_TTL_DAYS (default 7). An address that belongs to a user of the company is ' +
+  '409 email_taken; one with a pending invitation in the company is 409 conflict (resend it instead). A user of another ' +
+  'company is invited like anyone (accepting answers email_taken), so the answer tells nothing about other companies. ' +
   `${ADMIN_ONLY} Audited invitation.created.`;
 
 /** A single invitation's address: the bulk rows check theirs per row, so only the single request bounds it below. */

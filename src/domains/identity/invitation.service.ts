@@ -67,9 +67,12 @@ export interface BulkInvitationResult {
  *   invitation, with role owner. A superadmin may resend and revoke any
  *   company's invitation by id; another company's id is 404 for everyone else.
  *   Create, bulk and list act on the caller's own company.
- * - An address that belongs to a user is `409 email_taken`; an address with a
- *   pending, unexpired invitation in the company is `409 conflict` (resend it
- *   instead). Each invitation mails a single-use link
+ * - An address that belongs to a user of the company is `409 email_taken`; an
+ *   address with a pending, unexpired invitation in the company is `409
+ *   conflict` (resend it instead). A user of another company is invited like
+ *   anyone (its acceptance answers email_taken to the invitee): answering
+ *   otherwise would tell any company's admins which addresses have an account
+ *   elsewhere on the server. Each invitation mails a single-use link
  *   `PUBLIC_URL/app/accept-invitation?token=…`; only the SHA-256 of the token
  *   is stored. It expires after `INVITATION_TTL_DAYS`.
  * - Resend (pending or expired ones) issues a new token and expiry; the old
@@ -160,8 +163,8 @@ export class InvitationService {
       throw new AppError('conflict', `This invitation is ${status}; only pending or expired invitations can be resent`);
     }
     assertMayGrant(caller, invitation.role);
-    if (await em.count(User, { email: invitation.email })) {
-      throw new AppError('email_taken', 'A user with this email address exists already');
+    if (await em.count(User, { email: invitation.email, company: invitation.company.id })) {
+      throw new AppError('email_taken', 'A user of this company has this email address already');
     }
     return transaction(this.orm, async (tx) => {
       await expireLapsed(tx, invitation.company.id, invitation.email, now);
@@ -310,7 +313,7 @@ export class InvitationService {
     const now = new Date();
     // Its own transaction (the row, its mail, its audit entry): a bulk row that fails leaves the others untouched.
     return transaction(this.orm, async (tx) => {
-      if (await tx.count(User, { email })) throw new AppError('email_taken', 'A user with this email address exists already');
+      if (await tx.count(User, { email, company: caller.companyId })) throw new AppError('email_taken', 'A user of this company has this email address already');
       await expireLapsed(tx, caller.companyId, email, now);
       if (await tx.count(Invitation, { company: caller.companyId, email, status: 'pending' })) {
         throw new AppError('conflict', 'A pending invitation exists for this email address; resend it instead');
