@@ -196,7 +196,7 @@ export class MfaService {
     if (!user.mfaEnabled) return;
     const presented = (code ?? '').replace(/[\s-]/g, '').toUpperCase();
     if (!presented) {
-      throw new AppError('mfa_required', 'This account has MFA enabled: send totp_code, a code from the authenticator app or a recovery code');
+      throw new AppError('mfa_required', 'This account has MFA enabled: send a code from the authenticator app or a recovery code (totp_code; totpCode over GraphQL)');
     }
     this.checkThrottle(user.id);
     let method: 'totp' | 'recovery_code' | 'unknown' = 'unknown';
