@@ -25,6 +25,7 @@ import { buildSupergraph, supergraphContainer } from '../subgraphs/supergraph';
 import { compileRoutes, restCompatPlugin, routeTable } from '../rest-compat';
 import { buildOpenApi } from '../rest-compat/openapi';
 import { recordServer } from './server-record';
+import { proxyTrust } from './kernel/trust-proxy';
 
 export interface BuildOptions {
   /** Settings over the environment's (tests pass a temp DATA_DIR etc.). */
@@ -52,7 +53,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     // One access-log line per request, written in onResponse below.
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyChildLogger,
-    trustProxy: config.trustProxy,
+    trustProxy: proxyTrust(config.trustProxy),
     bodyLimit: config.bodyLimitBytes,
     requestIdHeader: false,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),

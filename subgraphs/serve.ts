@@ -15,7 +15,8 @@ import { AppError, isAppError } from '../src/errors/catalog';
 import { Budgets, type BudgetHit } from '../src/rate-limit/budgets';
 import type { Principal } from '../src/auth/principal';
 import type { IdentityApi } from '../src/domains/identity';
-import type { GraphqlLimitsConfig } from '../src/kernel/config';
+import type { GraphqlLimitsConfig, TrustProxy } from '../src/kernel/config';
+import { clientAddress, proxyTrust } from '../src/kernel/trust-proxy';
 import { OperationGate } from './policy/gate';
 import { federatedSchema, resolverInstances, subgraphNames, type SubgraphName } from './build-subgraph';
 import { buildSubgraphs, subgraphDefinitions } from './supergraph';
@@ -31,7 +32,7 @@ export interface ServeSubgraphOptions {
   /** The caps every operation is measured against, and who may introspect (the kernel's `graphql` settings). */
   limits: GraphqlLimitsConfig;
   /** Take the client address from X-Forwarded-For (behind your own proxy or gateway only). */
-  trustProxy: boolean;
+  trustProxy: TrustProxy;
   /** The largest request body (BODY_LIMIT_BYTES, as on the main server); a larger one is 413 unread. */
   bodyLimitBytes: number;
   /** The booted domains' APIs: the subgraph's own, and identity's (every request is authenticated). */
@@ -200,8 +201,9 @@ async function serveOn(
     formatError: (formatted, error) => (error instanceof GraphQLError ? toGraphQLError(error, log).toJSON() : formatted),
   });
 
+  const trust = proxyTrust(options.trustProxy);
   const context = async (req: IncomingMessage): Promise<GraphQLContext> => {
-    const ip = clientIp(req, options.trustProxy);
+    const ip = clientAddress(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], trust);
     const idempotencyKey = req.headers['idempotency-key'];
     const meta = {
       requestId: requestIdFrom(req.headers['x-request-id']),
@@ -298,13 +300,6 @@ function urlOf(bound: net.Server): string {
   const address = bound.address() as net.AddressInfo;
   const host = address.address === '' || address.address === '::' || address.address === '0.0.0.0' ? 'localhost' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return `http://${host}:${address.port}/`;
-}
-
-/** The client's address: the connection's, or behind a trusted proxy the first X-Forwarded-For entry. */
-function clientIp(req: IncomingMessage, trustProxy: boolean): string {
-  const forwarded = req.headers['x-forwarded-for'];
-  const first = trustProxy && typeof forwarded === 'string' ? forwarded.split(',')[0]!.trim() : '';
-  return first || req.socket.remoteAddress || '';
 }
 
 /**

@@ -24,7 +24,7 @@ const served = (atrium: Atrium) => ({
   orm: atrium.kernel.orm,
   budgets: atrium.kernel.budgets,
   limits: atrium.kernel.config.graphql,
-  trustProxy: false,
+  trustProxy: false as const,
   bodyLimitBytes: atrium.kernel.config.bodyLimitBytes,
   domains: atrium.domains,
 });

@@ -9,6 +9,7 @@ import { toAppError } from '../errors/to-app-error';
 import { requestIdFrom } from '../request-id';
 import { fixedResponseHeaders, stampResponse } from './api-version';
 import { echoedPath, sendProblem } from './problem';
+import { clientAddress, proxyTrust } from '../kernel/trust-proxy';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
@@ -66,12 +67,6 @@ function logServerSide(log: FastifyBaseLogger, error: unknown, problem: AppError
   else log.warn({ code: problem.code, status: problem.status, detail: problem.message }, 'answered with a server-side problem');
 }
 
-/** The client's address as fastify's request.ip gives it (the request built for a framework error never trusts a proxy). */
-function clientIp(request: FastifyRequest, trustProxy: boolean): string {
-  const forwarded = trustProxy ? request.headers['x-forwarded-for'] : undefined;
-  const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
-  return first || request.socket.remoteAddress || '';
-}
 
 /**
  * fastify's `frameworkErrors`: a path that does not decode (`%ff`, a lone
@@ -93,7 +88,8 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
     if (problem.status >= 500) logServerSide(request.log, error, problem);
   }
   try {
-    app.rateLimit('default', anonymous, clientIp(request, app.config.trustProxy), reply);
+    // The request built for a framework error never trusts a proxy: its address is derived as fastify derives request.ip.
+    app.rateLimit('default', anonymous, clientAddress(request.socket.remoteAddress ?? '', request.headers['x-forwarded-for'], proxyTrust(app.config.trustProxy)), reply);
   } catch (refusal) {
     problem = toAppError(refusal);
   }

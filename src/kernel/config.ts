@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { parseKeyring } from '../crypto/secret-box';
+import { isIP } from 'node:net';
 import { bool, int, list, oneOf, type Env } from '../env';
 
 /**
@@ -17,8 +18,13 @@ export interface KernelConfig {
   publicUrl: string;
   docsUrl: string;
   logLevel: string;
-  /** Trust X-Forwarded-* from a reverse proxy (for client IPs). */
-  trustProxy: boolean;
+  /**
+   * Which X-Forwarded-For entries to believe (for client IPs): none (false),
+   * the last N, which your own N proxies appended (TRUST_PROXY=true is 1), or
+   * those appended by the listed proxy addresses and CIDRs. Never the whole
+   * header: its left-most entries are whatever the client wrote.
+   */
+  trustProxy: TrustProxy;
   /** Allowed browser origins; empty means CORS is closed. */
   corsOrigins: string[];
   bodyLimitBytes: number;
@@ -150,7 +156,7 @@ export function loadKernelConfig(env: Env): KernelConfig {
     publicUrl,
     docsUrl: (env.DOCS_URL || `${publicUrl}/docs`).replace(/\/+$/, ''),
     logLevel: env.LOG_LEVEL || 'info',
-    trustProxy: bool(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxySetting(env.TRUST_PROXY),
     corsOrigins: list(env, 'CORS_ORIGINS'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     jwtSecret: env.JWT_SECRET || undefined,
@@ -192,4 +198,28 @@ export function loadKernelConfig(env: Env): KernelConfig {
   }
   if (config.encryptionKeys !== undefined) parseKeyring(config.encryptionKeys, 'ENCRYPTION_KEYS');
   return config;
+}
+
+/** false, a number of proxy hops, or the proxies' addresses and CIDRs: what fastify's `trustProxy` takes. */
+export type TrustProxy = false | number | string[];
+
+/**
+ * TRUST_PROXY: unset or false, none; true, one proxy of yours in front (the
+ * entry it appended, the right-most, is the client); a number of proxies in
+ * a chain; or their addresses and CIDRs, comma-separated.
+ */
+export function trustProxySetting(raw: string | undefined): TrustProxy {
+  const value = raw?.trim().toLowerCase() ?? '';
+  if (value === '' || value === 'false' || value === '0') return false;
+  if (value === 'true') return 1;
+  if (/^\d{1,2}$/.test(value)) return Number(value);
+  const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const bad = entries.find((entry) => {
+    const [address, prefix, ...rest] = entry.split('/');
+    return rest.length > 0 || !isIP(address!) || (prefix !== undefined && !/^\d{1,3}$/.test(prefix));
+  });
+  if (bad !== undefined || !entries.length) {
+    throw new Error(`TRUST_PROXY must be true, false, a number of proxies or their addresses/CIDRs, comma-separated; got "${raw}"`);
+  }
+  return entries;
 }
