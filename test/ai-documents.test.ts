@@ -216,3 +216,19 @@ test('a file of one to three bytes is read like any other, and a second file in 
   assertCode(two, 422, 'validation_error');
   assert.equal(two.json().errors[0].loc.join('.'), 'body.file');
 });
+
+test('a long file name is cut between characters, never inside a surrogate pair: what the upload answers is what is stored and listed', async (t) => {
+  const app = await build(t);
+  const { keys } = await modulesCast(app);
+  // 254 letters, then an emoji (two UTF-16 units) that the 255-unit limit would split.
+  const filename = `${'a'.repeat(254)}\u{1F600}.csv`;
+  const res = await upload(app, keys.ownerA.key, makeCsv([['name'], ['Ada']]), filename);
+  assert.equal(res.statusCode, 201, res.body);
+  const answered = res.json().filename as string;
+  assert.equal(answered, 'a'.repeat(254));
+  assert.ok(answered.isWellFormed());
+  const [stored] = await sql<{ filename: string }>(app, 'select filename from documents where id = ?', [res.json().doc_id]);
+  assert.equal(stored!.filename, answered);
+  const listed = (await call(app, keys.ownerA.key, 'GET', '/v1/rag/docs')).json();
+  assert.equal(JSON.stringify(listed).includes('\ufffd'), false, 'no replacement characters');
+});

@@ -1,3 +1,5 @@
+import { clipText } from '../clip-text';
+
 /**
  * The mail layout every template renders into: a plain-text part and an HTML
  * part, no external assets. Every interpolated value is HTML-escaped in the
@@ -49,7 +51,7 @@ function checkLink(link: string): string {
 
 /** One line of free text from a caller (a name): no line breaks, bounded length. */
 export function oneLine(value: string | null | undefined, max = 200): string {
-  return (value ?? '').replace(/\p{Cc}+/gu, ' ').trim().slice(0, max);
+  return clipText((value ?? '').replace(/\p{Cc}+/gu, ' ').trim(), max);
 }
 
 function plural(n: number, unit: string): string {

@@ -5,6 +5,7 @@ import zlib from 'node:zlib';
 import { Worker } from 'node:worker_threads';
 import path from 'node:path';
 import { openPinnedRequest, resolveGuarded, SsrfBlockedError, type Resolver } from './ssrf-guard';
+import { clipText } from '../clip-text';
 
 /**
  * Fetches one web page (a URL from search results, or one a user gave) and
@@ -228,7 +229,7 @@ async function toPage(raw: RawPage, maxChars: number, signal: AbortSignal): Prom
     kind === 'html'
       ? await htmlTextInWorker(source, signal)
       : { title: `${raw.url.hostname}${raw.url.pathname}`, text: source, byline: null };
-  const text = truncate(page.text, maxChars);
+  const text = clipText(page.text, maxChars);
   if (!text.trim()) throw new PageFetchError('empty', `${raw.url.href} has no readable text`);
   return { url: raw.url.href, status: raw.status, title: page.title, text, byline: page.byline };
 }
@@ -290,9 +291,3 @@ function htmlTextInWorker(html: string, signal: AbortSignal): Promise<{ title: s
   });
 }
 
-/** At most `max` characters, never splitting a surrogate pair. */
-function truncate(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const cut = text.slice(0, max);
-  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;
-}

@@ -1,5 +1,6 @@
 import { AppError } from '../../errors/catalog';
 import type { AiConfig } from './config';
+import { clipText } from '../../clip-text';
 
 export interface SearchResult {
   url: string;
@@ -61,8 +62,8 @@ export class WebSearch {
       if (typeof r?.url !== 'string' || !/^https?:\/\//i.test(r.url)) continue;
       out.push({
         url: r.url.slice(0, 2000),
-        title: typeof r.title === 'string' ? r.title.slice(0, 300) : r.url,
-        content: typeof r.content === 'string' ? r.content.slice(0, 1000) : '',
+        title: typeof r.title === 'string' ? clipText(r.title, 300) : r.url,
+        content: typeof r.content === 'string' ? clipText(r.content, 1000) : '',
       });
       if (out.length >= this.config.webSearchResults) break;
     }

@@ -8,6 +8,7 @@ import ExcelJS from 'exceljs';
 import { fileTypeFromBuffer } from 'file-type';
 import { AppError } from '../../errors/catalog';
 import { cellText, decodeTextAs, decodeWindows1252, zipEntries, type ExtractLimits, type TextEncoding } from '../documents';
+import { clipText } from '../../clip-text';
 
 export const tableKinds = ['csv', 'xlsx'] as const;
 export type TableKind = (typeof tableKinds)[number];
@@ -36,7 +37,7 @@ const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
  * damaged rather than cut at, or passed to the model.
  */
 function cell(text: string): string {
-  return text.replace(CONTROL, '\ufffd').slice(0, MAX_CELL_CHARS);
+  return clipText(text.replace(CONTROL, '\ufffd'), MAX_CELL_CHARS);
 }
 
 const unsupported = (what: string) => new AppError('unsupported_media_type', `${what}; bulk jobs take .xlsx or CSV`);

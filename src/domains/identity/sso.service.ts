@@ -25,6 +25,7 @@ import { Invitation } from './invitation.entity';
 import type { SecurityPolicyEnforcer } from './security-policy.enforcer';
 import { Company } from './company.entity';
 import { User } from './user.entity';
+import { clipText } from '../../clip-text';
 
 /** The SSO CSRF nonce (`state`) lifetime of the spec's Limits table. */
 export const SSO_STATE_TTL_SECONDS = 300;
@@ -601,7 +602,7 @@ export class SsoService {
     await this.assertPolicyAllows(invitation.company.id, provider, email, meta, true);
     // A user created by SSO has no password anyone knows; same hash format, so password logins take as long.
     const passwordHash = await hashPassword(randomBytes(32).toString('base64url'), this.config.scryptCost);
-    const name = typeof claims.name === 'string' && claims.name.trim() ? claims.name.trim().slice(0, 200) : null;
+    const name = typeof claims.name === 'string' && claims.name.trim() ? clipText(claims.name.trim(), 200) : null;
     const userId = await transaction(this.orm, async (tx) => {
       // Claim the invitation first: of two concurrent sign-ups, one wins.
       const claimed = await tx.nativeUpdate(

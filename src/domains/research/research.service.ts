@@ -24,6 +24,7 @@ import {
   type ResearchPhase,
   type ResearchSourceState,
 } from './research-job.entity';
+import { clipText } from '../../clip-text';
 
 /** The job kind of one research step. */
 export const RESEARCH_STEP = 'research.step';
@@ -496,8 +497,8 @@ export function parsePlan(text: string, wanted: number, question: string): strin
   } catch {
     queries = text.split('\n').map((line) => line.replace(/^\s*(?:[-*•]|\d+[.)])\s*/, '').replace(/^["']|["']$/g, ''));
   }
-  const unique = [...new Set(queries.map((x) => x.trim().slice(0, 300)).filter((x) => x.length > 2))].slice(0, wanted);
-  return unique.length ? unique : [question.slice(0, 300)];
+  const unique = [...new Set(queries.map((x) => clipText(x.trim(), 300)).filter((x) => x.length > 2))].slice(0, wanted);
+  return unique.length ? unique : [clipText(question, 300)];
 }
 
 /** The pages to read: each question's best result in turn, then each one's second, …, without repeats, numbered 1…n. */
