@@ -173,7 +173,8 @@ test('an id that is not a UUID is validation_error over GraphQL as over REST, be
     { what: 'adminUsers companyId (optional)', auth: s.tokens.superadmin, query: 'query($id: ID) { adminUsers(companyId: $id) { total } }', arg: 'companyId', method: 'GET', url: (id) => `/v1/admin/users?company_id=${id}`, param: ['query', 'company_id'] },
   ];
   for (const field of fields) {
-    for (const malformed of ['nope', `${randomUUID()}x`]) {
+    // A urn:uuid: prefix, which a bare format check lets through, names no row: refused like any other non-id.
+    for (const malformed of ['nope', `${randomUUID()}x`, `urn:uuid:${randomUUID()}`]) {
       assertGqlOutOfBounds(await gql(field.auth, field.query, { id: malformed }), [field.arg], 'value_error.format', `GraphQL ${field.what} ${malformed}`);
       assertRestOutOfBounds(await rest(field.auth, field.method, field.url(malformed)), field.param, 'value_error.format', `REST ${field.what} ${malformed}`);
     }

@@ -1,5 +1,5 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import { withFormats } from '../json-formats';
 
 type Schema = { type?: unknown; minimum?: number; exclusiveMinimum?: number; items?: Schema; properties?: Record<string, Schema> };
 
@@ -61,8 +61,8 @@ function digitsOnly(validate: ValidateFunction, members: [string, RegExp, boolea
  */
 export function validatorCompiler() {
   const common = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false } as const;
-  const strict = addFormats(new Ajv({ ...common, coerceTypes: false }));
-  const coercing = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
+  const strict = withFormats(new Ajv({ ...common, coerceTypes: false }));
+  const coercing = withFormats(new Ajv({ ...common, coerceTypes: 'array' }));
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) => {
     if (httpPart === 'body') return strict.compile(schema);
     const validate = coercing.compile(schema);

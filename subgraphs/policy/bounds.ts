@@ -1,5 +1,5 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import { withFormats } from '../../src/json-formats';
 import { getNullableType, isEnumType, isInputObjectType, isListType, isNonNullType, type GraphQLInputType } from 'graphql';
 import { AppError } from '../../src/errors/catalog';
 import { validationIssues } from '../../src/errors/to-app-error';
@@ -60,7 +60,7 @@ function boundsSchema(type: GraphQLInputType, hints: RestHints | undefined, with
   return schema;
 }
 
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false, coerceTypes: false }));
+const ajv = withFormats(new Ajv({ allErrors: true, strict: false, coerceTypes: false }));
 /** One compiled check per distinct schema: every app built in one process (tests build many) shares them. */
 const compiled = new Map<string, ValidateFunction>();
 
