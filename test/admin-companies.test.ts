@@ -139,6 +139,9 @@ test('GET /admin/companies/{id}/audit: newest first, per_page 50, action and act
   const byActorId = await call(app, c.tokens.ownerA, 'GET', `/v1/admin/companies/${c.a.companyId}/audit?actor=${c.adminA.userId}`);
   assert.ok(byActorId.json().total >= 2, byActorId.body); // auth.login and company.updated
   assert.ok(byActorId.json().items.every((e: { actor_id: string }) => e.actor_id === c.adminA.userId));
+  // An id is a UUID: upper-cased, it filters the same.
+  const upper = await call(app, c.tokens.ownerA, 'GET', `/v1/admin/companies/${c.a.companyId}/audit?actor=${c.adminA.userId.toUpperCase()}`);
+  assert.equal(upper.json().total, byActorId.json().total);
   const byActorLabel = await call(app, c.tokens.ownerA, 'GET', `/v1/admin/companies/${c.a.companyId}/audit?actor=robot&per_page=10&page=6`);
   assert.equal(byActorLabel.json().total, 55);
   assert.equal(byActorLabel.json().items.length, 5);

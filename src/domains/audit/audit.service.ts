@@ -19,6 +19,9 @@ export interface AuditEntry {
   data?: Record<string, unknown>;
 }
 
+
+/** Ids are UUIDs, stored lower-case; a filter may name one in any case. */
+const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class AuditService {
   constructor(
     private readonly orm: Orm,
@@ -64,8 +67,11 @@ export class AuditService {
     options: { page: number; perPage: number; action?: string; actor?: string },
   ): Promise<Page<AuditEvent>> {
     const where: FilterQuery<AuditEvent> = { companyId, ...(options.action ? { action: options.action } : {}) };
-    // `actor` matches the actor's id (user or key id) or its label (email or key name at the time).
-    if (options.actor) where.$or = [{ actorId: options.actor }, { actorLabel: options.actor }];
+    // `actor` matches the actor's id (user or key id, a UUID: any case) or its label (email or key name at the time).
+    if (options.actor) {
+      const id = UUID_SHAPE.test(options.actor) ? options.actor.toLowerCase() : options.actor;
+      where.$or = [{ actorId: id }, { actorLabel: options.actor }];
+    }
     const [items, total] = await currentEm(this.orm).findAndCount(AuditEvent, where, {
       orderBy: { createdAt: 'desc', id: 'desc' },
       limit: options.perPage,
