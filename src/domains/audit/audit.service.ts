@@ -19,7 +19,6 @@ export interface AuditEntry {
   data?: Record<string, unknown>;
 }
 
-
 /** Ids are UUIDs, stored lower-case; a filter may name one in any case. */
 const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class AuditService {
