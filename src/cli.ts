@@ -11,6 +11,7 @@ import { describeListenError, ListenRefused } from './kernel/listen-error';
 import { stopOnSignals } from './kernel/signals';
 import { identityDomain } from './domains/identity';
 import { isSubgraphName, serveSubgraph, subgraphDefinition } from '../subgraphs/serve';
+import { UUID_PATTERN } from './ids';
 
 const USAGE = `Usage: atrium [command] [options]
 
@@ -118,7 +119,6 @@ async function createOwner(args: string[]) {
   console.log(JSON.stringify({ company_id: company.id, user_id: user.id, email: user.email }));
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 async function createApiKey(args: string[]) {
   const { values } = parse(args, { company: { type: 'string' }, name: { type: 'string' } });
@@ -126,7 +126,7 @@ async function createApiKey(args: string[]) {
   const ref = required(values, 'company');
   const name = typeof values.name === 'string' ? values.name : 'cli';
   const { apiKey, plaintext } = await oneShot(async ({ domains: { identity } }) => {
-    let company = UUID.test(ref) ? (await identity.accounts.companiesByIds([ref.toLowerCase()]))[0] : null;
+    let company = UUID_PATTERN.test(ref) ? (await identity.accounts.companiesByIds([ref.toLowerCase()]))[0] : null;
     if (!company) {
       const named = await identity.accounts.findCompaniesByName(ref);
       if (named.length > 1) {

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
 
+/** A UUID as ids are written: 36 characters, any case (stored lower-case); no `urn:uuid:` prefix. */
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 let lastMs = 0;
 let counter = 0;
 /** The id's first 15 characters ("tttttttt-tttt-7"), built once per millisecond. */

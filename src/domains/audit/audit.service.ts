@@ -6,6 +6,7 @@ import type { Principal, RequestMeta } from '../../auth/principal';
 import { AuditEvent, type ActorType } from './audit-event.entity';
 import { afterCommit, currentEm, withUnitOfWork } from '../../db/unit-of-work';
 import type { Page } from '../../pagination';
+import { UUID_PATTERN } from '../../ids';
 
 export interface AuditEntry {
   action: string;
@@ -19,8 +20,6 @@ export interface AuditEntry {
   data?: Record<string, unknown>;
 }
 
-/** Ids are UUIDs, stored lower-case; a filter may name one in any case. */
-const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class AuditService {
   constructor(
     private readonly orm: Orm,
@@ -68,7 +67,7 @@ export class AuditService {
     const where: FilterQuery<AuditEvent> = { companyId, ...(options.action ? { action: options.action } : {}) };
     // `actor` matches the actor's id (user or key id, a UUID: any case) or its label (email or key name at the time).
     if (options.actor) {
-      const id = UUID_SHAPE.test(options.actor) ? options.actor.toLowerCase() : options.actor;
+      const id = UUID_PATTERN.test(options.actor) ? options.actor.toLowerCase() : options.actor;
       where.$or = [{ actorId: id }, { actorLabel: options.actor }];
     }
     const [items, total] = await currentEm(this.orm).findAndCount(AuditEvent, where, {

@@ -23,6 +23,7 @@ import type { JobState } from '../research';
 import { BulkJob } from './bulk-job.entity';
 import type { BulkConfig } from './config';
 import { cellString, guardCell, readHeader, readTable, sniffTable, TABLE_MIME, writeTable, type TableCell, type TableFormat, type TableKind } from './table-file';
+import { UUID_PATTERN } from '../../ids';
 
 export const BULK_INGEST = 'bulk.ingest';
 export const BULK_PROCESS = 'bulk.process';
@@ -122,7 +123,6 @@ interface RowRow {
 
 const JOB = 'select * from bulk_jobs where id = ?';
 const terminal = (status: JobState) => status === 'completed' || status === 'failed' || status === 'cancelled';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const view = (r: JobRow): BulkJobView => ({
   id: r.id,
@@ -652,7 +652,7 @@ export class BulkService {
 
   /** The job with `id` if the caller may see it; another company's or another member's is as absent as an unknown one. */
   private find(caller: JobCaller, id: string): JobRow | null {
-    const job = UUID.test(id) ? this.reads.get<JobRow>(JOB, id) : undefined;
+    const job = UUID_PATTERN.test(id) ? this.reads.get<JobRow>(JOB, id) : undefined;
     return job && canSeeJob(caller, { companyId: job.company_id, userId: job.user_id }) ? job : null;
   }
 

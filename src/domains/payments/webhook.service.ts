@@ -13,6 +13,7 @@ import { billingMail, type BillingMailKind } from './mail';
 import { ProcessorEvent, type EventOutcome } from './processor-event.entity';
 import { Subscription, subscriptionStatuses, type SubscriptionStatus } from './subscription.entity';
 import { TopupSession } from './topup-session.entity';
+import { UUID_PATTERN } from '../../ids';
 
 /** The plan a company returns to when its subscription ends. */
 export const DEFAULT_PLAN = 'starter';
@@ -47,7 +48,6 @@ function malformedEvent(event: Stripe.Event): string | null {
   return null;
 }
 const metadataOf = (o: Obj): Obj => ((o.metadata as Obj | null) ?? {}) as Obj;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The subscription's period, from its first item (recent API versions) or the subscription itself (older ones). */
 function subscriptionPeriod(sub: Obj): { start: Date | null; end: Date | null } {
@@ -173,7 +173,7 @@ export class WebhookService {
   /** The company an object names (client_reference_id, metadata.company_id) when it exists, else the customer's. */
   private async companyOf(object: Obj, metadata: Obj = metadataOf(object)): Promise<string | null> {
     for (const candidate of [str(object.client_reference_id), str(metadata.company_id)]) {
-      if (candidate && UUID.test(candidate) && this.accounts.planIdOf(candidate) !== null) return candidate;
+      if (candidate && UUID_PATTERN.test(candidate) && this.accounts.planIdOf(candidate) !== null) return candidate;
     }
     const customer = idOf(object.customer);
     if (!customer) return null;

@@ -25,6 +25,7 @@ import {
   type ResearchSourceState,
 } from './research-job.entity';
 import { clipText } from '../../clip-text';
+import { UUID_PATTERN } from '../../ids';
 
 /** The job kind of one research step. */
 export const RESEARCH_STEP = 'research.step';
@@ -461,7 +462,7 @@ export class ResearchService {
 
   /** The job with `id` if the caller may see it; another company's or another member's is as absent as an unknown one. */
   private async find(caller: JobCaller, id: string): Promise<ResearchJob | null> {
-    const job = UUID.test(id) ? await currentEm(this.orm).findOne(ResearchJob, { id }) : null;
+    const job = UUID_PATTERN.test(id) ? await currentEm(this.orm).findOne(ResearchJob, { id }) : null;
     return job && canSeeJob(caller, { companyId: job.company.id, userId: job.user?.id ?? null }) ? job : null;
   }
 
@@ -472,7 +473,6 @@ export class ResearchService {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function checkInput(input: ResearchInput, surface: ResearchSurface): { query: string; depth: ResearchDepth; language: ResearchLanguage } {
   const issues: ValidationIssue[] = [];
