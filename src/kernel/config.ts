@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { parseKeyring } from '../crypto/secret-box';
-import { isIP } from 'node:net';
+import { parseCidr } from '../net/address-list';
 import { bool, int, list, oneOf, type Env } from '../env';
 
 /**
@@ -214,10 +214,7 @@ export function trustProxySetting(raw: string | undefined): TrustProxy {
   if (value === 'true') return 1;
   if (/^\d{1,2}$/.test(value)) return Number(value);
   const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
-  const bad = entries.find((entry) => {
-    const [address, prefix, ...rest] = entry.split('/');
-    return rest.length > 0 || !isIP(address!) || (prefix !== undefined && !/^\d{1,3}$/.test(prefix));
-  });
+  const bad = entries.find((entry) => parseCidr(entry) === null);
   if (bad !== undefined || !entries.length) {
     throw new Error(`TRUST_PROXY must be true, false, a number of proxies or their addresses/CIDRs, comma-separated; got "${raw}"`);
   }

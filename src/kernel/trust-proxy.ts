@@ -1,4 +1,4 @@
-import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { compileAllowlist, ipAllowed } from '../net/address-list';
 import type { TrustProxy } from './config';
 
 /** Whether the address `hop` steps from the socket is a proxy of the operator's, so the entry it appended is believed. */
@@ -11,18 +11,8 @@ export type ProxyTrust = (address: string, hop: number) => boolean;
 export function proxyTrust(setting: TrustProxy): ProxyTrust | false {
   if (setting === false) return false;
   if (typeof setting === 'number') return (_address, hop) => hop < setting;
-  const proxies = new BlockList();
-  for (const entry of setting) {
-    const [address, prefix] = entry.split('/') as [string, string | undefined];
-    const family = isIPv4(address) ? 'ipv4' : 'ipv6';
-    if (prefix === undefined) proxies.addAddress(address, family);
-    else proxies.addSubnet(address, Number(prefix), family);
-  }
-  return (address) => {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
-    const plain = mapped ?? address;
-    return isIPv4(plain) ? proxies.check(plain, 'ipv4') : isIPv6(plain) && proxies.check(plain, 'ipv6');
-  };
+  const proxies = compileAllowlist(setting);
+  return (address) => ipAllowed(proxies, address);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import type { BlockList } from 'node:net';
 import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
@@ -7,6 +7,7 @@ import type { ReadStore } from '../../db/read-store';
 import { EXTERNAL_WRITES_SEEN_MS, VersionedCache, type ChangeSignal } from '../../db/change-signal';
 import { SecurityPolicy } from './security-policy.entity';
 import { ssoProviderNames } from './sso.config';
+import { compileAllowlist, ipAllowed } from '../../net/address-list';
 
 /** The shortest password any policy may allow (and the default). */
 export const POLICY_MIN_PASSWORD_LENGTH = 12;
@@ -49,38 +50,6 @@ export function defaultPolicy(companyId: string): SecurityPolicyView {
   };
 }
 
-/** A parsed CIDR (a bare address is a /32 or /128), or null when it is not one. */
-export function parseCidr(value: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | null {
-  const [address, prefixText, ...rest] = value.trim().split('/');
-  if (rest.length || !address) return null;
-  const family = isIPv4(address) ? 'ipv4' : isIPv6(address) ? 'ipv6' : null;
-  if (!family) return null;
-  const max = family === 'ipv4' ? 32 : 128;
-  if (prefixText === undefined) return { address, prefix: max, family };
-  if (!/^\d{1,3}$/.test(prefixText)) return null;
-  const prefix = Number(prefixText);
-  return prefix <= max ? { address, prefix, family } : null;
-}
-
-/** An IPv4-mapped IPv6 address (::ffff:10.1.2.3) is checked as the IPv4 address. */
-function normalizeIp(ip: string): { address: string; family: 'ipv4' | 'ipv6' } | null {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  const address = mapped ? mapped[1]! : ip;
-  if (isIPv4(address)) return { address, family: 'ipv4' };
-  if (isIPv6(address)) return { address, family: 'ipv6' };
-  return null;
-}
-
-export function compileAllowlist(cidrs: string[]): BlockList | null {
-  if (!cidrs.length) return null;
-  const list = new BlockList();
-  for (const cidr of cidrs) {
-    const parsed = parseCidr(cidr);
-    if (parsed) list.addSubnet(parsed.address, parsed.prefix, parsed.family);
-  }
-  return list;
-}
-
 /** 403 ip_not_allowed when the policy has an allow-list and `ip` is outside it, else null. */
 export function ipRefusal(policy: CompiledPolicy, ip: string): AppError | null {
   if (ipAllowed(policy.allowlist, ip)) return null;
@@ -103,11 +72,6 @@ export function keyAgeRefusal(policy: CompiledPolicy, createdAt: number, now: nu
   );
 }
 
-export function ipAllowed(allowlist: BlockList | null, ip: string): boolean {
-  if (!allowlist) return true;
-  const normalized = normalizeIp(ip);
-  return normalized !== null && allowlist.check(normalized.address, normalized.family);
-}
 
 /**
  * Enforcement of company security policies: the checks identity and every

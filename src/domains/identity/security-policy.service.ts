@@ -13,15 +13,13 @@ import { describeUserAgent } from './user-agent';
 import { ssoProviderNames } from './sso.config';
 import { SecurityPolicy } from './security-policy.entity';
 import {
-  compileAllowlist,
   defaultPolicy,
-  ipAllowed,
-  parseCidr,
   POLICY_MIN_PASSWORD_LENGTH,
   viewOf,
   type SecurityPolicyEnforcer,
   type SecurityPolicyView,
 } from './security-policy.enforcer';
+import { compileAllowlist, ipAllowed, parseCidr } from '../../net/address-list';
 
 export const POLICY_MAX_PASSWORD_LENGTH = 128;
 export const IDLE_TIMEOUT_BOUNDS = { min: 5, max: 43_200 } as const;
