@@ -43,6 +43,8 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   // For `atrium subgraph` on the same DATA_DIR: the issuer of this server's tokens.
   recordServer(config.dataDir, config.publicUrl);
   const supergraph = await buildSupergraph();
+  // Which X-Forwarded-For entries to believe, one judgement for request.ip and the requests fastify builds for framework errors.
+  const trust = proxyTrust(config.trustProxy);
 
   const app = Fastify({
     // Secrets never reach a line, whatever fails (src/kernel/log-redaction.ts).
@@ -53,14 +55,14 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     // One access-log line per request, written in onResponse below.
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyChildLogger,
-    trustProxy: proxyTrust(config.trustProxy),
+    trustProxy: trust,
     bodyLimit: config.bodyLimitBytes,
     requestIdHeader: false,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // What fails before routing (a path that does not decode, an over-long parameter) or
     // in node's HTTP parser (oversize or invalid head) is a problem too.
-    frameworkErrors,
+    frameworkErrors: frameworkErrors(trust),
     clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler());

@@ -9,7 +9,7 @@ import { toAppError } from '../errors/to-app-error';
 import { requestIdFrom } from '../request-id';
 import { fixedResponseHeaders, stampResponse } from './api-version';
 import { echoedPath, sendProblem } from './problem';
-import { clientAddress, proxyTrust } from '../kernel/trust-proxy';
+import { clientAddress, type ProxyTrust } from '../kernel/trust-proxy';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
@@ -67,15 +67,16 @@ function logServerSide(log: FastifyBaseLogger, error: unknown, problem: AppError
   else log.warn({ code: problem.code, status: problem.status, detail: problem.message }, 'answered with a server-side problem');
 }
 
-
 /**
  * fastify's `frameworkErrors`: a path that does not decode (`%ff`, a lone
  * `%`), a path parameter over the router's limit, a failed async constraint.
  * These requests never reach the hooks, so the problem is stamped and the
  * anonymous budget of the client's address spent here. Nothing of the path
- * but its first characters (`instance`) is echoed.
+ * but its first characters (`instance`) is echoed. `trust` is the server's
+ * own proxy trust: the request built for a framework error never trusts a
+ * proxy, so its address is derived here as fastify derives request.ip.
  */
-export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+export const frameworkErrors = (trust: ProxyTrust | false) => (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
   const app = request.server;
   stampResponse(request, reply);
   let problem: AppError;
@@ -88,13 +89,12 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
     if (problem.status >= 500) logServerSide(request.log, error, problem);
   }
   try {
-    // The request built for a framework error never trusts a proxy: its address is derived as fastify derives request.ip.
-    app.rateLimit('default', anonymous, clientAddress(request.socket.remoteAddress ?? '', request.headers['x-forwarded-for'], proxyTrust(app.config.trustProxy)), reply);
+    app.rateLimit('default', anonymous, clientAddress(request.socket.remoteAddress ?? '', request.headers['x-forwarded-for'], trust), reply);
   } catch (refusal) {
     problem = toAppError(refusal);
   }
   sendProblem(reply, problem, app.config.docsUrl);
-}
+};
 
 /** The llhttp error codes worth naming in a 400's detail (fixed strings, never the client's bytes). */
 const PARSER_CODE = /^HPE_[A-Z_]{1,40}$/;
