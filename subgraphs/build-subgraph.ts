@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { buildSchema, createResolversMap, getMetadataStorage, type NonEmptyArray } from 'type-graphql';
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { parse, type GraphQLFieldResolver, type GraphQLSchema, type GraphQLUnionType } from 'graphql';
+import { isInputObjectType, isInterfaceType, isObjectType, parse, type GraphQLFieldResolver, type GraphQLSchema, type GraphQLUnionType } from 'graphql';
 import type { AnyDomain, ApisOfList } from '../src/kernel/domain';
 import { DateTimeISO } from './date-time';
 import type { GraphQLContext } from './context';
@@ -89,6 +89,107 @@ function plainFieldsReadDirectly(): void {
   for (const type of [...metadata.objectTypes, ...metadata.interfaceTypes]) type.simpleResolvers ??= true;
 }
 
+type Metadata = ReturnType<typeof getMetadataStorage>;
+type HandlerMetadata = Metadata['queries'][number] | Metadata['fieldResolvers'][number];
+type ParamMetadata = NonNullable<HandlerMetadata['params']>[number];
+type ParamReader = (root: unknown, args: Record<string, unknown>, context: GraphQLContext, info: unknown) => unknown;
+
+/**
+ * Input classes reach resolvers as graphql hands them over (plain objects), not
+ * converted to instances, which only gives them their class's prototype. That
+ * is the same value as long as an input class has no methods and no property
+ * initialisers; one that has either is refused here, at build time.
+ */
+function inputClassesArePlain(metadata: Metadata, schema: GraphQLSchema): void {
+  for (const input of metadata.inputTypes) {
+    if (!isInputObjectType(schema.getType(input.name))) continue;
+    const Target = input.target as new () => object;
+    const methods = Object.getOwnPropertyNames(Target.prototype).filter((name) => name !== 'constructor');
+    const initialised = Object.entries(new Target()).filter(([, value]) => value !== undefined).map(([name]) => name);
+    if (methods.length || initialised.length) {
+      throw new Error(`Input type ${Target.name} has ${[...methods, ...initialised].join(', ')}: resolvers receive inputs as plain objects; declare defaults with @Field({ defaultValue })`);
+    }
+  }
+}
+
+/** How a handler reads one parameter; undefined for a kind type-graphql must supply (custom decorators, @Args classes, typed @Root). */
+function paramReader(param: ParamMetadata): ParamReader | undefined {
+  switch (param.kind) {
+    case 'arg': {
+      const name = param.name;
+      return (_root, args) => args[name];
+    }
+    case 'context': {
+      const property = param.propertyName as keyof GraphQLContext | undefined;
+      return property === undefined ? (_root, _args, context) => context : (_root, _args, context) => context[property];
+    }
+    case 'root': {
+      // An untyped @Root (an interface or a type-only import reflects as Object) is passed as it is.
+      if (param.getType && param.getType() !== Object) return undefined;
+      const property = param.propertyName;
+      return property === undefined ? (root) => root : (root) => (root as Record<string, unknown>)[property];
+    }
+    case 'info':
+      return (_root, _args, _context, info) => info;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * A root field's or a resolver class's field resolver, calling the method
+ * directly. type-graphql's own handler does, on every call: an object for its
+ * middleware chain, a sort of the parameter list, and for each argument an
+ * instance conversion and an async validation (so any field with an argument
+ * answered through a promise and Promise.all, even from a cache). Atrium uses
+ * none of that: validation is the services', policy the policy layer's.
+ */
+function directHandler(handler: HandlerMetadata): GraphQLFieldResolver<unknown, GraphQLContext> | undefined {
+  const readers: ParamReader[] = [];
+  for (const param of [...(handler.params ?? [])].sort((a, b) => a.index - b.index)) {
+    const reader = paramReader(param);
+    if (!reader) return undefined;
+    readers.push(reader);
+  }
+  const target = handler.target as abstract new () => Record<string, (...params: unknown[]) => unknown>;
+  const method = handler.methodName;
+  switch (readers.length) {
+    case 0:
+      return (_root, _args, context) => context.container.get(target)[method]!();
+    case 1: {
+      const [first] = readers as [ParamReader];
+      return (root, args, context, info) => context.container.get(target)[method]!(first(root, args, context, info));
+    }
+    default:
+      return (root, args, context, info) => {
+        const values = new Array<unknown>(readers.length);
+        for (let i = 0; i < readers.length; i++) values[i] = readers[i]!(root, args, context, info);
+        const instance = context.container.get(target);
+        return instance[method]!(...values);
+      };
+  }
+}
+
+/** Replaces type-graphql's handler wrappers on this subgraph's root fields and field resolvers (see directHandler). */
+function handlersCalledDirectly(schema: GraphQLSchema, definition: SubgraphDefinition): void {
+  const metadata = getMetadataStorage();
+  inputClassesArePlain(metadata, schema);
+  const ours = new Set<unknown>(definition.resolvers);
+  const typeNames = new Map<unknown, string>([...metadata.objectTypes, ...metadata.interfaceTypes].map((type) => [type.target, type.name]));
+  const place = (typeName: string | undefined, handler: HandlerMetadata) => {
+    if (!ours.has(handler.target) || typeName === undefined) return;
+    const type = schema.getType(typeName);
+    const field = isObjectType(type) || isInterfaceType(type) ? type.getFields()[handler.schemaName] : undefined;
+    const resolve = field && directHandler(handler);
+    if (field && resolve) field.resolve = resolve as GraphQLFieldResolver<unknown, unknown>;
+  };
+  for (const query of metadata.queries) place(schema.getQueryType()?.name, query);
+  for (const mutation of metadata.mutations) place(schema.getMutationType()?.name, mutation);
+  for (const fieldResolver of metadata.fieldResolvers) {
+    if (fieldResolver.kind === 'external') place(typeNames.get(fieldResolver.getObjectType?.()), fieldResolver);
+  }
+}
+
 export async function buildSubgraph(definition: SubgraphDefinition): Promise<BuiltSubgraph> {
   plainFieldsReadDirectly();
   const schema = await buildSchema({
@@ -104,6 +205,7 @@ export async function buildSubgraph(definition: SubgraphDefinition): Promise<Bui
     pubSub: contextBusOnly,
     scalarsMap: [{ type: Date, scalar: DateTimeISO }],
   });
+  handlersCalledDirectly(schema, definition);
   const sdl = `${FEDERATION_LINK}\n${printSchemaWithDirectives(schema)}\n`;
   // The policy layer goes into the executable schema, so every transport that runs it enforces it.
   return { name: definition.name, schema: enforceFieldPolicies(schema, definition.name), sdl, references: definition.references ?? {} };
