@@ -645,3 +645,25 @@ test('NUL and control characters in cells past the sniffed start reach neither t
   // eslint-disable-next-line no-control-regex -- looking for control characters
   assert.ok(prompts.every((p) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(p)), 'no control character reached the model');
 });
+
+test("deleting a user stops their running bulk job: no row is sent or charged after the deletion, and no hold stays", async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'slow', delayMs: 100, usage: { prompt: 5, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 2, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { a, memberA, tokens, keys } = await modulesCast(app);
+  const res = await submit(app, keys.memberA.key, makeCsv([['review'], ...Array.from({ length: 30 }, (_, i) => [`r${i}`])]), 'r.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  for (let i = 0; i < 200 && fake.seen.length < 3; i++) await new Promise((r) => setTimeout(r, 20));
+  const deleted = await call(app, tokens.ownerA, 'DELETE', `/v1/admin/users/${memberA.userId}`);
+  assert.equal(deleted.statusCode, 204, deleted.body);
+  const sentBefore = fake.seen.length;
+  const charged = async () => (await sql<{ n: number; credits: number }>(app, "select count(*) as n, coalesce(sum(credits), 0) as credits from usage_records where feature = 'bulk'"))[0]!;
+  const chargedBefore = await charged();
+  await app.kernel.worker.drain();
+  await new Promise((r) => setTimeout(r, 300));
+  // The rows in flight at the deletion (at most BULK_CONCURRENCY) finish their calls; nothing starts after them.
+  assert.ok(fake.seen.length - sentBefore <= 2, `${fake.seen.length - sentBefore} rows sent after the deletion`);
+  assert.deepEqual(await charged(), chargedBefore, 'a row was charged after its job was deleted');
+  assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000 - chargedBefore.credits);
+  await assertLedgerAddsUp(app);
+});

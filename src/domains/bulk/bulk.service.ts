@@ -122,6 +122,13 @@ interface RowRow {
 }
 
 const JOB = 'select * from bulk_jobs where id = ?';
+
+/**
+ * A row's result found no pending row to land on: its job is gone (its user
+ * was deleted, and the job's rows with them). Thrown inside the commit's
+ * transaction, so no credits are spent on a result that cannot be kept.
+ */
+class RowGone extends Error {}
 const terminal = (status: JobState) => status === 'completed' || status === 'failed' || status === 'cancelled';
 
 const view = (r: JobRow): BulkJobView => ({
@@ -527,6 +534,7 @@ export class BulkService {
 
   /** One row: a hold for the largest call, the call (retried), then its result and credits together, or its failure and the hold returned. */
   private async runRow(job: JobRow, model: ModelView, row: { idx: number; cells: string }, signal: AbortSignal, run: RunningJob): Promise<void> {
+    if (!this.reads.get(JOB, job.id)) return this.stopGone(job.id);
     const text = cellString((JSON.parse(row.cells) as TableCell[])[job.input_index]);
     const caller = { companyId: job.company_id, userId: job.user_id, keyId: job.api_key_id };
     if (!text.trim()) {
@@ -562,13 +570,19 @@ export class BulkService {
           const credits = creditsFor(tokens, model);
           await this.ai.credits.commit(hold, { credits, tokens, model: model.id }, (sql, now) => {
             const output = reply.content.trim();
-            if (sql.run("update bulk_rows set status = 'completed', output = ?, tokens = ?, credits = ?, finished_at = ? where job_id = ? and idx = ? and status = 'pending'", output, tokens, Math.min(credits, hold.credits), now, job.id, row.idx).changes) {
-              sql.run('update bulk_jobs set rows_completed = rows_completed + 1, credits_used = credits_used + ?, updated_at = ? where id = ?', Math.min(credits, hold.credits), now, job.id);
+            if (!sql.run("update bulk_rows set status = 'completed', output = ?, tokens = ?, credits = ?, finished_at = ? where job_id = ? and idx = ? and status = 'pending'", output, tokens, Math.min(credits, hold.credits), now, job.id, row.idx).changes) {
+              throw new RowGone();
             }
+            sql.run('update bulk_jobs set rows_completed = rows_completed + 1, credits_used = credits_used + ?, updated_at = ? where id = ?', Math.min(credits, hold.credits), now, job.id);
           });
           this.progress(job.id);
           return;
         } catch (error) {
+          if (error instanceof RowGone) {
+            await this.ai.credits.release(hold);
+            if (!this.reads.get(JOB, job.id)) this.stopGone(job.id);
+            return;
+          }
           failure = error;
           if (signal.aborted || !worthRetrying(error) || attempt === this.config.rowAttempts) break;
           await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)));
@@ -585,6 +599,11 @@ export class BulkService {
     const reason = isAppError(failure) ? `${failure.code}: ${failure.message}` : 'the model call failed';
     await this.ai.credits.releaseWith(hold, (sql) => this.rowFailed(sql, job.id, row.idx, reason));
     this.progress(job.id);
+  }
+
+  /** The job's rows were deleted under it (with its user): no further row runs; the rows in flight give their holds back. */
+  private stopGone(id: string): void {
+    this.running.get(id)?.abort();
   }
 
   private rowFailed(sql: { run(sql: string, ...params: unknown[]): { changes: number } }, jobId: string, idx: number, reason: string): void {
