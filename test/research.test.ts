@@ -372,3 +372,19 @@ test('out of credits, each API answers in its own spelling: CREDIT_EXHAUSTED on 
   assert.equal(await held(app), 1, 'only the blocking hold');
   assert.equal(fake.seen.length, 0);
 });
+
+test("deleting a user gives back their running research job's credits at once, and no report is charged after the deletion", async (t) => {
+  const { app, fake } = await setup(t, {}, { delayMs: 200 });
+  const { a, memberA, tokens, keys } = await modulesCast(app);
+  const started = await call(app, keys.memberA.key, 'POST', '/v1/research/start', { query: 'q' });
+  assert.equal(started.statusCode, 202, started.body);
+  for (let i = 0; i < 100 && fake.seen.length < 1; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(await held(app), 1);
+  const deleted = await call(app, tokens.ownerA, 'DELETE', `/v1/admin/users/${memberA.userId}`);
+  assert.equal(deleted.statusCode, 204, deleted.body);
+  await app.kernel.worker.drain();
+  assert.equal(await held(app), 0, 'the hold waited for its expiry');
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000);
+  assert.equal((await sql<{ n: number }>(app, "select count(*) as n from usage_records where feature = 'research'"))[0]!.n, 0);
+  await assertLedgerAddsUp(app);
+});

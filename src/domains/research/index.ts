@@ -5,7 +5,7 @@ import { identityDomain } from '../identity';
 import { loadResearchConfig } from './config';
 import { researchMigrations } from './migrations';
 import { ResearchJob } from './research-job.entity';
-import { RESEARCH_EXPIRY, RESEARCH_STEP, ResearchService } from './research.service';
+import { RESEARCH_EXPIRY, RESEARCH_STEP, ResearchService, type ResearchStep } from './research.service';
 import './events';
 
 export { ResearchJob, researchDepths, researchLanguages, researchPhases, jobStates, type JobState, type ResearchDepth, type ResearchLanguage, type ResearchPhase } from './research-job.entity';
@@ -41,7 +41,7 @@ export const researchDomain = defineDomain({
     research: new ResearchService(kernel.orm, kernel.jobs, kernel.events, deps.ai, deps.catalog.models, config.research, kernel.config.ssrfAllowLoopback),
   }),
   jobs: (api) => ({
-    [RESEARCH_STEP]: (payload: { researchId: string }, run) => api.research.step(payload, run),
+    [RESEARCH_STEP]: (payload: ResearchStep, run) => api.research.step(payload, run),
     [RESEARCH_EXPIRY]: async () => {
       await api.research.expireOverdue();
     },

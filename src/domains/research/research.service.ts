@@ -29,6 +29,12 @@ import { UUID_PATTERN } from '../../ids';
 
 /** The job kind of one research step. */
 export const RESEARCH_STEP = 'research.step';
+
+/** A `research.step` job's payload. */
+export interface ResearchStep {
+  researchId: string;
+  companyId?: string;
+}
 /** The recurring job that fails research jobs past RESEARCH_TIMEOUT_SECONDS whose steps stopped running (their step job dead-lettered). */
 export const RESEARCH_EXPIRY = 'research.expiry';
 export const RESEARCH_QUERY_MAX = 2000;
@@ -173,7 +179,7 @@ export class ResearchService {
         holdId: hold.id,
         credits: plan.credits,
       });
-      this.jobs.enqueue(RESEARCH_STEP, { researchId: id });
+      this.jobs.enqueue(RESEARCH_STEP, { researchId: id, companyId: caller.companyId } satisfies ResearchStep);
       await em.flush();
       const v = researchView(job);
       afterCommit(em, () => this.announce(job, v));
@@ -236,10 +242,11 @@ export class ResearchService {
    * are retried by the worker; the last attempt, or a failure no retry can
    * mend, fails the job and returns its credits.
    */
-  async step(payload: { researchId: string }, run: RunningJob): Promise<void> {
+  async step(payload: ResearchStep, run: RunningJob): Promise<void> {
     const em = currentEm(this.orm);
     const job = await em.findOne(ResearchJob, { id: payload.researchId });
-    if (!job || terminal(job.status)) return;
+    if (!job) return this.releaseDeleted(payload);
+    if (terminal(job.status)) return;
     const deadline = job.createdAt.getTime() + this.config.timeoutSeconds * 1000;
     if (Date.now() > deadline) {
       await this.fail(job.id, `The research did not finish within ${Math.round(this.config.timeoutSeconds / 60)} minutes`);
@@ -250,6 +257,8 @@ export class ResearchService {
     const signal = AbortSignal.any([abort.signal, run.signal, AbortSignal.timeout(Math.max(1, deadline - Date.now()))]);
     try {
       await this.advance(job, signal);
+      // Deleted under the step (with its user): its changes have no row to land on (an optimistic-lock failure at the flush).
+      if (!(await em.count(ResearchJob, { id: job.id }))) throw new Error('the research job was deleted');
     } catch (error) {
       if (abort.signal.aborted) {
         // Cancelled meanwhile: the cancellation settled everything, and this step's changes are dropped.
@@ -258,6 +267,9 @@ export class ResearchService {
       }
       // Stopping (or the lease lost) is no failure of the research: the step runs again.
       if (run.signal.aborted) throw error;
+      em.clear();
+      // Deleted under the step (with its user), whose write then found no row.
+      if (!(await em.count(ResearchJob, { id: job.id }))) return this.releaseDeleted(payload);
       const retry = worthRetrying(error) && run.attempt < run.maxAttempts;
       if (retry) throw error;
       em.clear();
@@ -265,6 +277,15 @@ export class ResearchService {
     } finally {
       this.running.delete(job.id);
     }
+  }
+
+  /**
+   * A job deleted with its user gives its hold back now rather than at the
+   * hold's expiry. (Steps queued before their payload named the company
+   * leave theirs to the expiry job.)
+   */
+  private async releaseDeleted(payload: ResearchStep): Promise<void> {
+    if (payload.companyId) await this.ai.credits.releaseHeldUnder(payload.companyId, `research:${payload.researchId}`);
   }
 
   private async advance(job: ResearchJob, signal: AbortSignal): Promise<void> {
@@ -328,7 +349,7 @@ export class ResearchService {
     }
     job.state = state;
     job.stepsDone = k + 1;
-    this.jobs.enqueue(RESEARCH_STEP, { researchId: job.id });
+    this.jobs.enqueue(RESEARCH_STEP, { researchId: job.id, companyId: job.company.id } satisfies ResearchStep);
     const view = researchView(job);
     afterCommit(em, () => this.announce(job, view));
   }
@@ -385,6 +406,12 @@ export class ResearchService {
     const heading = job.language === 'nl' ? 'Bronnen' : 'Sources';
     const cited = onlyCitationsOf(reply.content.trim(), new Set(used.map((s) => s.n)));
     const report = `${cited}\n\n## ${heading}\n\n${used.map((s) => `[${s.n}] [${markdownText(s.title)}](${s.url})`).join('\n')}\n`;
+    // Deleted meanwhile (with its user): a report nobody can read is not charged, and the job's changes go.
+    if (!(await currentEm(this.orm).count(ResearchJob, { id: job.id }))) {
+      currentEm(this.orm).clear();
+      await this.ai.credits.releaseWith({ id: job.holdId });
+      return;
+    }
     await transaction(this.orm, async (tx) => {
       job.status = 'completed';
       job.report = report;
