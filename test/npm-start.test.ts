@@ -28,7 +28,7 @@ function refused(port: number): Promise<boolean> {
   });
 }
 
-test('SIGTERM to `npm start` stops the server it started (no orphan left on the port)', { timeout: 30_000 }, async (t) => {
+test('SIGTERM to `npm start` stops the server it started (no orphan left on the port)', { timeout: 120_000 }, async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-npm-start-'));
   const npm = spawn('npm', ['start'], {
     cwd: ROOT,
