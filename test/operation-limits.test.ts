@@ -133,6 +133,28 @@ test('aliased password resets spend one unit each of the auth budget and mail no
   assert.equal(more.status, 429, JSON.stringify(more.body));
 });
 
+test('aliased root fields of the default budget spend a unit each, as many REST requests would, over HTTP and the socket', async (t) => {
+  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 12, moduleKey: 10_000, anonymous: 1000, auth: 1000, feedback: 1000 } });
+  const { token } = await owner(app);
+  const five = await app.inject({ method: 'POST', url: '/graphql', headers: bearer(token), payload: { query: `{ ${aliases(5, 'me { role }')} }` } });
+  assert.equal(five.statusCode, 200, five.body);
+  assert.equal(five.headers['x-ratelimit-remaining'], '7', 'five fields spent five of twelve (login is its own budget)');
+  // Eight fields with seven units left: refused whole, nothing spent beyond the request's own unit.
+  const eight = await gql(app, `{ ${aliases(8, 'me { role }')} }`, { token });
+  assert.equal(eight.status, 429, JSON.stringify(eight.body));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const url = `ws://127.0.0.1:${(app.server.address() as AddressInfo).port}/graphql`;
+  const client = createClient({ url, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0, lazy: true });
+  t.after(() => client.dispose());
+  const overSocket = (fields: number) =>
+    new Promise<unknown>((resolve) => {
+      client.subscribe({ query: `{ ${aliases(fields, 'me { role }')} }` }, { next: resolve, error: resolve, complete: () => undefined });
+    });
+  // Six units left (the refused operation spent only its request's): three fields leave three, four more are too many.
+  assert.doesNotMatch(JSON.stringify(await overSocket(3)), /rate_limited/);
+  assert.match(JSON.stringify(await overSocket(4)), /rate_limited/);
+});
+
 test('aliased logins over the auth budget are refused together: no session opened, no hash paid', async (t) => {
   const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 1000, moduleKey: 10_000, anonymous: 1000, auth: 5, feedback: 1000 } });
   const { email } = await seedOwner(app);

@@ -53,7 +53,7 @@ export class Budgets {
     let limit: number;
     if (principal.kind === 'module_key' && cls === 'default') {
       // AI-modules keys: a rolling minute per key, as that API documents.
-      return budgetHit(this.store.slide(`mk:${principal.keyId}`, this.config.moduleKey, MODULE_KEY_WINDOW_SECONDS), cls, MODULE_KEY_WINDOW_SECONDS);
+      return budgetHit(this.store.slide(`mk:${principal.keyId}`, this.config.moduleKey, MODULE_KEY_WINDOW_SECONDS, Date.now(), units), cls, MODULE_KEY_WINDOW_SECONDS);
     }
     if (cls === 'auth' || cls === 'feedback') {
       key = `${cls}:${ip}`;

@@ -19,14 +19,14 @@ interface Window {
 }
 
 export interface RateLimitStore {
-  /** Counts `units` hits of `key` (all or none allowed) against `limit` in the current window. */
+  /** Counts `units` hits of `key` (all or none) against `limit` in the current window. A refused hit is not counted. */
   hit(key: string, limit: number, units?: number, nowMs?: number): RateLimitDecision;
   /**
-   * Counts one hit of `key` against `limit` over the rolling `windowSeconds`
-   * before now (not a fixed window: a burst at a window's edge cannot pass
-   * twice the limit). A refused hit is not counted.
+   * Counts `units` hits of `key` (all or none) against `limit` over the
+   * rolling `windowSeconds` before now (not a fixed window: a burst at a
+   * window's edge cannot pass twice the limit). A refused hit is not counted.
    */
-  slide(key: string, limit: number, windowSeconds: number, nowMs?: number): RateLimitDecision;
+  slide(key: string, limit: number, windowSeconds: number, nowMs?: number, units?: number): RateLimitDecision;
   /** Counts one hit of `key` against `limit` for the current UTC day (reset at midnight UTC). A refused hit is not counted. */
   daily(key: string, limit: number, nowMs?: number): RateLimitDecision;
 }
@@ -55,16 +55,13 @@ export class MemoryRateLimiter implements RateLimitStore {
       window = { count: 0, resetAt: now + this.windowSeconds };
       this.windows.set(key, window);
     }
-    window.count += units;
-    return {
-      limit,
-      remaining: Math.max(0, limit - window.count),
-      resetAt: window.resetAt,
-      allowed: window.count <= limit,
-    };
+    // All or none, and a refused hit is not counted: an operation refused for its many fields leaves the budget to smaller ones.
+    const allowed = window.count + units <= limit;
+    if (allowed) window.count += units;
+    return { limit, remaining: Math.max(0, limit - window.count), resetAt: window.resetAt, allowed };
   }
 
-  slide(key: string, limit: number, windowSeconds: number, nowMs = Date.now()): RateLimitDecision {
+  slide(key: string, limit: number, windowSeconds: number, nowMs = Date.now(), units = 1): RateLimitDecision {
     const windowMs = windowSeconds * 1000;
     this.sweepLogs(nowMs, windowMs);
     let log = this.logs.get(key);
@@ -72,8 +69,8 @@ export class MemoryRateLimiter implements RateLimitStore {
     let expired = 0;
     while (expired < log.length && log[expired]! <= nowMs - windowMs) expired++;
     if (expired) log.splice(0, expired);
-    const allowed = log.length < limit;
-    if (allowed) log.push(nowMs);
+    const allowed = log.length + units <= limit;
+    if (allowed) for (let i = 0; i < units; i++) log.push(nowMs);
     // The window frees its next slot when its oldest hit leaves it.
     const resetAt = Math.ceil(((log.length ? log[0]! : nowMs) + windowMs) / 1000);
     return { limit, remaining: Math.max(0, limit - log.length), resetAt, allowed };

@@ -31,8 +31,8 @@ export function singleField(key: string, policy: FieldPolicy): AdmittedOperation
  * - `read`: the document is parsed within the token cap and measured against
  *   the caps on depth, aliases, root fields and estimated cost
  *   (./limits.ts); over a cap it is refused with 400 query_too_complex;
- * - `admit`: each root field spends one unit of its stricter budget (so
- *   aliases pay for themselves), introspection follows its setting, and a
+ * - `admit`: each root field spends one unit of its budget (so aliases pay
+ *   for themselves), introspection follows its setting, and a
  *   user who owes MFA enrolment runs as anonymous unless every root field is
  *   allowed during enrolment.
  */
@@ -103,7 +103,8 @@ export class OperationGate {
   }
 
   /**
-   * Spends the stricter budgets, one unit per root field of their class
+   * Spends one unit per root field: of its stricter budget when it declares
+   * one, else of the default budget beyond the unit the request itself spent
    * (throws 429 rate_limited; a transport that spent them already passes
    * `spend: false`), applies the introspection setting, and answers the
    * principal the operation runs as.
@@ -126,10 +127,15 @@ export class OperationGate {
 
   private spend(fields: readonly RootField[], principal: Principal, ip: string, show: ShowBudget | undefined): void {
     let units: Map<RateLimitClass, number> | undefined;
+    let plain = 0;
     for (const field of fields) {
       const cls = field.policy?.rateLimit;
       if (cls) (units ??= new Map()).set(cls, (units.get(cls) ?? 0) + 1);
+      else plain++;
     }
+    // The transport spent one unit of the default budget for the request (or socket operation) itself;
+    // each further root field spends its own, so aliased fields cost what as many REST requests would.
+    if (plain > 1) (units ??= new Map()).set('default', plain - 1);
     if (!units) return;
     for (const [cls, count] of units) {
       const hit = this.budgets.hit(cls, principal, ip, count);
