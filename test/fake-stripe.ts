@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
  * A loopback stand-in for the few Stripe API endpoints Atrium calls, speaking
  * Stripe's wire format: form-encoded requests with bracketed keys, JSON
  * answers, Stripe's error objects, and Idempotency-Key replays (the same key
- * answers the first response). The real `stripe` SDK talks to it through
+ * answers the first response; with other parameters it is an idempotency_error). The real `stripe` SDK talks to it through
  * STRIPE_API_URL.
  */
 export interface FakeStripe {
@@ -37,14 +37,15 @@ function parseForm(text: string): Record<string, unknown> {
   return root;
 }
 
-function stripeError(res: http.ServerResponse, status: number, message: string) {
+function stripeError(res: http.ServerResponse, status: number, message: string, type = 'invalid_request_error') {
   res.writeHead(status, { 'content-type': 'application/json', 'request-id': 'req_fake' });
-  res.end(JSON.stringify({ error: { type: 'invalid_request_error', message } }));
+  res.end(JSON.stringify({ error: { type, message } }));
 }
 
 export async function startFakeStripe(): Promise<FakeStripe> {
   const requests: FakeStripe['requests'] = [];
-  const replays = new Map<string, string>();
+  // Per key: the first request's parameters and its answer.
+  const replays = new Map<string, { params: string; answer: string }>();
   const subscriptions: FakeStripe['subscriptions'] = new Map();
   const customers: FakeStripe['customers'] = new Map();
   let sessions = 0;
@@ -60,13 +61,23 @@ export async function startFakeStripe(): Promise<FakeStripe> {
       requests.push({ method: req.method ?? '', path: url.pathname, body, idempotencyKey, authorization: req.headers.authorization });
       if (!req.headers.authorization?.startsWith('Bearer sk_test_')) return stripeError(res, 401, 'Invalid API Key provided');
       const replayKey = idempotencyKey && `${req.method} ${url.pathname} ${idempotencyKey}`;
-      if (replayKey && replays.has(replayKey)) {
+      const replay = replayKey ? replays.get(replayKey) : undefined;
+      if (replay) {
+        // As Stripe does: a key reused with other parameters is refused, not answered with the first response.
+        if (replay.params !== text) {
+          return stripeError(
+            res,
+            400,
+            `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${idempotencyKey}' if you meant to execute a different request.`,
+            'idempotency_error',
+          );
+        }
         res.writeHead(200, { 'content-type': 'application/json', 'idempotent-replayed': 'true' });
-        return res.end(replays.get(replayKey));
+        return res.end(replay.answer);
       }
       const answer = (object: unknown) => {
         const json = JSON.stringify(object);
-        if (replayKey) replays.set(replayKey, json);
+        if (replayKey) replays.set(replayKey, { params: text, answer: json });
         res.writeHead(200, { 'content-type': 'application/json', 'request-id': `req_${requests.length}` });
         res.end(json);
       };

@@ -525,6 +525,11 @@ export class SubscriptionService {
       return await fn(this.requireStripe());
     } catch (error) {
       if (error instanceof AppError) throw error;
+      // Requests with one Idempotency-Key and other parameters, side by side: the first stored its
+      // answer, and Stripe refuses the other rather than answering it with the first (not its failure).
+      if ((error as { type?: string }).type === 'StripeIdempotencyError') {
+        throw new AppError('conflict', 'This Idempotency-Key was used for a different request', { cause: error });
+      }
       throw new AppError('payment_processor_error', `The payment processor refused the request: ${(error as Error).message}`, { cause: error });
     }
   }
