@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { bearer, build, login, seedOwner } from './helper';
 import { routeTable } from '../rest-compat/routes';
 import type { RateLimitConfig } from '../src/kernel/config';
@@ -340,6 +340,36 @@ test('CORS is open for a configured origin, including preflight, and only for it
 
   const other = await app.inject({ url: '/v1/health', headers: { origin: 'https://evil.example.com' } });
   assert.equal(other.headers['access-control-allow-origin'], undefined);
+});
+
+test('with CORS on, an OPTIONS request that is not a preflight answers as without CORS: a 405 or 404 problem with the rate-limit headers', async (t) => {
+  const origin = 'https://app.example.com';
+  const closed = await build(t);
+  const open = await build(t, { corsOrigins: [origin] });
+  const calls: [string, InjectOptions][] = [
+    ['no preflight headers', { method: 'OPTIONS', url: '/v1/health' }],
+    ['an Origin alone', { method: 'OPTIONS', url: '/v1/health', headers: { origin } }],
+    ['an unknown path', { method: 'OPTIONS', url: '/v1/no-such-path' }],
+    ['GraphQL', { method: 'OPTIONS', url: '/graphql' }],
+  ];
+  for (const [how, options] of calls) {
+    const expected = await closed.inject(options);
+    const res = await open.inject(options);
+    assert.equal(res.statusCode, expected.statusCode, `${how}: ${res.statusCode} ${res.body}`);
+    assert.ok([404, 405].includes(res.statusCode), `${how}: ${res.statusCode}`);
+    assertProblem(res, res.statusCode, res.statusCode === 405 ? 'method_not_allowed' : 'not_found');
+    assert.equal(res.headers.allow, expected.headers.allow, how);
+    for (const header of ['x-ratelimit-limit', 'ratelimit', 'x-request-id']) assert.ok(res.headers[header] !== undefined, `${how}: ${header}`);
+  }
+  // An Origin alone is a cross-origin request like any other: the answer is readable by that origin.
+  const withOrigin = await open.inject({ method: 'OPTIONS', url: '/v1/health', headers: { origin } });
+  assert.equal(withOrigin.headers['access-control-allow-origin'], origin);
+  // A real preflight is still answered by CORS, on a known path or not.
+  for (const url of ['/v1/health', '/v1/no-such-path']) {
+    const preflight = await open.inject({ method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': 'GET' } });
+    assert.equal(preflight.statusCode, 204, url);
+    assert.equal(preflight.headers['access-control-allow-origin'], origin, url);
+  }
 });
 
 test('every REST route of the route table answers under both /v1 and /api/v1', async (t) => {
