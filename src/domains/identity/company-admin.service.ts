@@ -1,7 +1,7 @@
-import { searchKey } from '../../search-key';
 import { raw, type FilterQuery } from '@mikro-orm/core';
 import type { SqlDialect } from '../../db/dialect';
 import type { Orm } from '../../db/orm';
+import { searchKey } from '../../search-key';
 import { currentEm } from '../../db/unit-of-work';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { isSuperadmin, requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';

@@ -1,5 +1,5 @@
-import { searchKey } from '../../search-key';
 import type { Orm } from '../../db/orm';
+import { searchKey } from '../../search-key';
 import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { hashPassword } from '../../auth/password';

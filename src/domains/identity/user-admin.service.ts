@@ -1,8 +1,8 @@
-import { searchKey } from '../../search-key';
 import type { EntityManager } from '@mikro-orm/better-sqlite';
 import { raw, type FilterQuery } from '@mikro-orm/core';
 import type { SqlDialect } from '../../db/dialect';
 import type { Orm } from '../../db/orm';
+import { searchKey } from '../../search-key';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
