@@ -1,9 +1,9 @@
 import { isDeepStrictEqual } from 'node:util';
 import { errorCatalog } from '../src/domains';
-import { CURRENT_API_VERSION, SUPPORTED_API_VERSIONS } from '../src/version';
+import { CURRENT_API_VERSION, PROBLEM_DETAILS_SINCE, SUPPORTED_API_VERSIONS } from '../src/version';
 import type { JsonSchema, RawRoute } from './route';
 import type { CompiledRoute } from './compile';
-import { httpValidationErrorSchema, problemSchema, validationErrorSchema } from './schemas';
+import { httpValidationErrorSchema, legacyErrorSchema, problemSchema, validationErrorSchema } from './schemas';
 import { MAX_PARAM_LENGTH } from '../src/host/errors';
 import { UNSAFE_METHODS } from '../src/host/cookie-auth';
 
@@ -108,10 +108,14 @@ function operation(compiled: CompiledRoute, bodyRef: BodyRef): JsonSchema {
   const auth = compiled.policy.auth === 'public' ? 'public' : 'required';
   const paginated = 'paginated' in route && route.paginated;
   const headers = route.deprecation ? { ...rateLimitHeaders, ...deprecationHeaders } : rateLimitHeaders;
+  // Every error answer is a problem, or the legacy body for a client pinned to an older version.
   const problem = (description: string, ref = '#/components/schemas/ProblemDetail') => ({
     description,
     headers,
-    content: { 'application/problem+json': { schema: { $ref: ref } } },
+    content: {
+      'application/problem+json': { schema: { $ref: ref } },
+      'application/json': { schema: { $ref: '#/components/schemas/LegacyError' } },
+    },
   });
   const responses: Record<string, unknown> = {};
   const content = successContent(compiled);
@@ -185,7 +189,8 @@ export function buildOpenApi(routes: readonly CompiledRoute[]): JsonSchema {
         'The REST surface of Atrium, a self-hostable API server for an AI workspace. Every path is served under ' +
         'both /v1 and /api/v1, and runs the same resolvers as the GraphQL supergraph at /graphql. Sign in with ' +
         'POST /auth/login and send the access token as `Authorization: Bearer …`. Errors are RFC 9457 problem ' +
-        `details; each of the ${Object.keys(errorCatalog).length} codes has its page in the [error catalog](/docs/errors).`,
+        `details (a LegacyError for a client pinned before ${PROBLEM_DETAILS_SINCE}); each of the ` +
+        `${Object.keys(errorCatalog).length} codes has its page in the [error catalog](/docs/errors).`,
     },
     // Relative: "Try it out" calls whichever host name the page was opened as (RFC 3986 reference from /openapi.json).
     servers: [
@@ -228,7 +233,9 @@ export function buildOpenApi(routes: readonly CompiledRoute[]): JsonSchema {
           name: 'X-Service-API-Version',
           in: 'header',
           required: false,
-          description: 'Pins an API version (CalVer); versions before 2026.05.04 get {"detail": …} error bodies',
+          description:
+            `Pins an API version (CalVer). Versions before ${PROBLEM_DETAILS_SINCE} get their error answers as application/json ` +
+            'LegacyError bodies ({"detail", "code"}) instead of application/problem+json problem details',
           schema: { type: 'string', enum: [...SUPPORTED_API_VERSIONS] },
         },
       },
@@ -265,6 +272,7 @@ export function buildOpenApi(routes: readonly CompiledRoute[]): JsonSchema {
         ProblemDetail: problemSchema,
         ValidationError: validationErrorSchema,
         HTTPValidationError: httpValidationErrorSchema,
+        LegacyError: legacyErrorSchema,
       },
     },
   };

@@ -1,3 +1,4 @@
+import { PROBLEM_DETAILS_SINCE } from '../src/version';
 import { query, type JsonSchema } from './route';
 
 /** Shared JSON-schema fragments of the REST surface (also the OpenAPI components). */
@@ -46,7 +47,7 @@ export const actingCompany = () => query('company_id', { description: "Superadmi
 
 export const problemSchema: JsonSchema = {
   type: 'object',
-  description: 'RFC 9457 problem details',
+  description: `RFC 9457 problem details (application/problem+json): every error answer, unless the client pins X-Service-API-Version to a version before ${PROBLEM_DETAILS_SINCE}`,
   required: ['type', 'title', 'status', 'detail', 'instance', 'request_id'],
   properties: {
     type: { type: 'string', format: 'uri', description: '{docs_url}/errors/<code>' },
@@ -73,4 +74,22 @@ export const httpValidationErrorSchema: JsonSchema = {
   allOf: [{ $ref: '#/components/schemas/ProblemDetail' }],
   type: 'object',
   properties: { errors: { type: 'array', items: { $ref: '#/components/schemas/ValidationError' } } },
+};
+
+/** The error body of the versions before RFC 9457 (src/host/problem.ts), declared beside the problem on every error answer. */
+export const legacyErrorSchema: JsonSchema = {
+  type: 'object',
+  description:
+    `The error body (application/json) of a client that pins X-Service-API-Version to a version before ${PROBLEM_DETAILS_SINCE} ` +
+    '(2026.04.21, 2026.03.30), in place of the problem details',
+  required: ['detail', 'code'],
+  properties: {
+    detail: {
+      oneOf: [
+        { type: 'string', description: 'What went wrong' },
+        { type: 'array', items: { $ref: '#/components/schemas/ValidationError' }, description: 'A validation_error: each invalid field' },
+      ],
+    },
+    code: { type: 'string', description: 'The error code, as a problem\'s code (mfa_required, invalid_credentials, …)' },
+  },
 };

@@ -94,7 +94,7 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   // Closed by default: without configured origins the plugin is not even registered
   // (it would run on every request only to add nothing).
   if (config.corsOrigins.length) {
-    await app.register(cors, {
+    const corsOptions = {
       origin: config.corsOrigins,
       credentials: true,
       methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
@@ -111,6 +111,14 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
         'Retry-After',
         'Link',
       ],
+    };
+    // Only a real preflight (Origin and Access-Control-Request-Method) is the plugin's to answer:
+    // any other OPTIONS (a monitor, `curl -X OPTIONS`) would get its bare text/plain 400, so it
+    // goes on like every request, to the same 405 with Allow (or 404) as without CORS.
+    const notPreflight = { ...corsOptions, preflight: false };
+    await app.register(cors, {
+      delegator: (request, callback) =>
+        callback(null, request.headers.origin && request.headers['access-control-request-method'] ? corsOptions : notPreflight),
     });
   }
   await app.register(unitOfWorkPlugin);

@@ -2,11 +2,14 @@ import 'reflect-metadata';
 import { buildSchema, createResolversMap, getMetadataStorage, type NonEmptyArray } from 'type-graphql';
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { isInputObjectType, isInterfaceType, isObjectType, parse, type GraphQLFieldResolver, type GraphQLSchema, type GraphQLUnionType } from 'graphql';
+import { isInputObjectType, isInterfaceType, isObjectType, Kind, parse, type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLSchema, type GraphQLUnionType } from 'graphql';
 import type { AnyDomain, ApisOfList } from '../src/kernel/domain';
 import { DateTimeISO } from './date-time';
 import type { GraphQLContext } from './context';
 import { enforceFieldPolicies, guarded } from './policy/enforce';
+import { compileRepresentationKeys, type EntityKeys } from './policy/bounds';
+import { atArguments } from './errors';
+import { restHints, type RestHints } from './rest';
 import { AppError } from '../src/errors/catalog';
 
 export const subgraphNames = ['identity', 'admin', 'billing', 'modules'] as const;
@@ -234,6 +237,7 @@ export function federatedSchema(subgraph: BuiltSubgraph): GraphQLSchema {
   if (entities?.resolve) {
     const resolveEntities = entities.resolve as GraphQLFieldResolver<unknown, GraphQLContext>;
     const entityTypes = new Set((schema.getType('_Entity') as GraphQLUnionType | undefined)?.getTypes().map((t) => t.name) ?? []);
+    const keys = compileRepresentationKeys(entityKeys(subgraph, entityTypes));
     // Representations asked for so far by one execution (each has its own variable values), over all its `_entities` fields.
     const asked = new WeakMap<object, number>();
     entities.resolve = guarded((source, args: { representations?: unknown[] }, ctx, info) => {
@@ -251,11 +255,38 @@ export function federatedSchema(subgraph: BuiltSubgraph): GraphQLSchema {
       if (odd >= 0) {
         throw new AppError('bad_request', `representations[${odd}] names no entity type of this subgraph (${[...entityTypes].join(', ')}) in __typename`);
       }
-      return resolveEntities(source, args, ctx, info);
+      // Keys as every other field takes ids: a non-UUID id is a validation_error, an upper-cased one names the same row.
+      const refused = keys.refuse(args);
+      if (refused) throw atArguments(refused);
+      return resolveEntities(source, keys.canonical(args), ctx, info);
     }, {
       // The modules subgraph's fields also take an AI-modules key.
       auth: subgraph.name === 'modules' ? 'modules' : 'authenticated',
     }, entities.args.map(({ name, type }) => ({ name, type })));
   }
   return schema;
+}
+
+/**
+ * Each entity type's key fields, from its `@key(fields: …)`, with the hints
+ * the type-graphql field declares (the federated schema, rebuilt from SDL,
+ * keeps no extensions). One flat key a type: a nested selection or a second key stops the build.
+ */
+function entityKeys(subgraph: BuiltSubgraph, entityTypes: ReadonlySet<string>): EntityKeys {
+  const keys = new Map<string, { name: string; hints?: RestHints }[]>();
+  const sdl = parse(subgraph.sdl);
+  for (const definition of sdl.definitions) {
+    if (definition.kind !== Kind.OBJECT_TYPE_DEFINITION || !entityTypes.has(definition.name.value)) continue;
+    const type = subgraph.schema.getType(definition.name.value) as GraphQLObjectType;
+    for (const directive of definition.directives ?? []) {
+      if (directive.name.value !== 'key') continue;
+      const fields = directive.arguments?.find((a) => a.name.value === 'fields')?.value;
+      const names = fields?.kind === Kind.STRING ? fields.value.trim().split(/\s+/) : [];
+      if (keys.has(type.name) || !names.length || names.some((name) => !/^\w+$/.test(name) || !type.getFields()[name])) {
+        throw new Error(`${subgraph.name}: ${type.name} has a @key Atrium cannot check (one flat key of its own fields)`);
+      }
+      keys.set(type.name, names.map((name) => ({ name, hints: restHints(type.getFields()[name]!) })));
+    }
+  }
+  return keys;
 }

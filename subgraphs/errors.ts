@@ -4,17 +4,33 @@ import { toAppError } from '../src/errors/to-app-error';
 import { restName, snake } from './rest';
 
 /**
+ * A graphql-js message without its "Did you mean …?" hint (an unknown field,
+ * argument, type, input field or enum value, which graphql-js answers with
+ * the schema's nearest names): for a caller who may not introspect.
+ */
+export function withoutSuggestions(message: string): string {
+  const at = message.indexOf(' Did you mean ');
+  return at === -1 ? message : message.slice(0, at);
+}
+
+/**
  * The GraphQL error shape, for every transport: the catalog code and the
  * HTTP status in extensions (`extensions.http`, headers included, as
  * GraphQL-over-HTTP servers read it). Unknown errors are logged and masked.
+ * `hideSchema`: the caller may not introspect, so graphql-js' own messages
+ * lose their suggestions.
  */
-export function toGraphQLError(error: GraphQLError, log: { error: (obj: object, msg: string) => void }): GraphQLError {
+export function toGraphQLError(
+  error: GraphQLError,
+  log: { error: (obj: object, msg: string) => void },
+  options: { hideSchema?: boolean } = {},
+): GraphQLError {
   const original = error.originalError;
   let appError: AppError;
   if (isAppError(original)) appError = original;
   else if (!original || original instanceof GraphQLError) {
     // graphql-js' own errors: the document or its variables do not fit the schema.
-    appError = new AppError('bad_request', error.message);
+    appError = new AppError('bad_request', options.hideSchema ? withoutSuggestions(error.message) : error.message);
   } else {
     // Transport errors (body parsing, size, media type) map like REST; anything else is masked.
     appError = toAppError(original);

@@ -21,7 +21,7 @@ import { OperationGate } from './policy/gate';
 import { federatedSchema, resolverInstances, subgraphNames, type SubgraphName } from './build-subgraph';
 import { buildSubgraphs, subgraphDefinitions } from './supergraph';
 import { createContext, ResolverContainer, type GraphQLContext } from './context';
-import { toGraphQLError } from './errors';
+import { toGraphQLError, withoutSuggestions } from './errors';
 
 export interface ServeSubgraphOptions {
   host: string;
@@ -180,6 +180,12 @@ async function serveOn(
           } catch (error) {
             throw httpError(error);
           }
+        },
+        // graphql-js' "Did you mean …" hints name the schema: cut for a caller who may not introspect,
+        // before formatError shapes the errors (which sees no context).
+        async didEncounterErrors({ errors, contextValue }) {
+          if (gate.mayIntrospect(contextValue.principal)) return;
+          for (const error of errors) if (!isAppError(error.originalError)) error.message = withoutSuggestions(error.message);
         },
         async willSendResponse({ response, contextValue }) {
           for (const hit of spent.get(contextValue) ?? []) {

@@ -6,7 +6,7 @@ import { Invitation } from '../src/domains/identity/invitation.entity';
 import { Company } from '../src/domains/identity/company.entity';
 import { inContext } from '../src/boot';
 import type { AuditEvent } from '../src/domains/audit/audit-event.entity';
-import { build } from './helper';
+import { build, PASSWORD } from './helper';
 
 test('GET /admin/companies: own company for admins and keys, every company for a superadmin; q, pages, Link; member 403', async (t) => {
   const app = await build(t);
@@ -48,6 +48,32 @@ test('GET /admin/companies: own company for admins and keys, every company for a
   assertInvalid(await call(app, c.tokens.superadmin, 'GET', '/v1/admin/companies?per_page=101'), 'query.per_page');
   assertInvalid(await call(app, c.tokens.superadmin, 'GET', '/v1/admin/companies?page=0'), 'query.page');
   assertInvalid(await call(app, c.tokens.superadmin, 'GET', '/v1/admin/companies?sort=name'), 'query.sort');
+});
+
+test('companies: q is case-insensitive beyond ASCII, the list is by name case-insensitively, and a name differing only in case is a duplicate', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  assert.equal((await call(app, c.tokens.ownerA, 'PATCH', `/v1/admin/companies/${c.a.companyId}`, { name: 'Ödeme Ltd' })).statusCode, 200);
+  for (const name of ['alpha co', 'Zed co']) {
+    await inContext(app.kernel.orm, () =>
+      app.domains.identity.accounts.createCompanyWithOwner({ email: `${name.replace(' ', '-')}@example.com`, password: PASSWORD, company: name }),
+    );
+  }
+  for (const q of ['Ödeme', 'ödeme', 'ÖDEME LTD', 'deme']) {
+    const res = await call(app, c.tokens.superadmin, 'GET', `/v1/admin/companies?q=${encodeURIComponent(q)}`);
+    assert.deepEqual(res.json().items.map((x: { name: string }) => x.name), ['Ödeme Ltd'], `REST q=${q}`);
+    const graphql = await gql(app, c.tokens.superadmin, 'query ($q: String) { adminCompanies(q: $q) { items { name } } }', { q });
+    assert.deepEqual((graphql.data?.adminCompanies as { items: { name: string }[] }).items.map((x) => x.name), ['Ödeme Ltd'], `GraphQL q=${q}`);
+  }
+  const all = await call(app, c.tokens.superadmin, 'GET', '/v1/admin/companies');
+  assert.deepEqual(all.json().items.map((x: { name: string }) => x.name), ['alpha co', 'Company B', 'Platform', 'Zed co', 'Ödeme Ltd']);
+  // The CLI's duplicate check and --company lookup fold the same way.
+  await assert.rejects(
+    inContext(app.kernel.orm, () => app.domains.identity.accounts.createCompanyWithOwner({ email: 'dup@example.com', password: PASSWORD, company: ' ödeme LTD ' })),
+    (error: { code?: string }) => error.code === 'conflict',
+  );
+  const found = await inContext(app.kernel.orm, () => app.domains.identity.accounts.findCompaniesByName('ÖDEME ltd'));
+  assert.deepEqual(found.map((x) => x.id), [c.a.companyId]);
 });
 
 test('GET /admin/companies/{id}: own company 200, another 404 (never data), superadmin any; member 403', async (t) => {

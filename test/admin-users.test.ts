@@ -174,6 +174,67 @@ test('GET /admin/users: envelope, Link header, pagination edges, filters, sort, 
   assert.equal((await gql(app, s.member, '{ adminUsers { total } }')).errors?.[0]?.extensions.code, 'forbidden');
 });
 
+test('q finds a name or email case-insensitively beyond ASCII (typed exactly, upper or lower case), however it was written; REST and GraphQL alike', async (t) => {
+  const app = await build(t);
+  const s = await setup(app);
+  // Each way a name or an email is written: created, renamed by its user, renamed by an admin, a confirmed email change.
+  const emile = await seedUser(app, s.a.companyId, 'member', { name: 'Émile Zola', email: 'jörg.straße@example.com' });
+  assert.equal((await req(app, 'PATCH', '/v1/me/profile', s.member, { name: 'Ödön Über' })).statusCode, 200);
+  assert.equal((await req(app, 'PATCH', `/v1/admin/users/${s.adminA.userId}`, s.owner, { name: 'ÇAĞLAR Şen' })).statusCode, 200);
+  const fresh = (await login(app, s.a.email)).access_token;
+  assert.equal((await req(app, 'POST', '/v1/me/email', fresh, { new_email: 'ÜNAL@Example.com' })).statusCode, 202);
+  const [mail] = await sql<{ text: string }>(app, "select text from mail_outbox where to_address = 'ünal@example.com' and template = 'email_verification'");
+  const link = /token=([A-Za-z0-9_-]+)/.exec(mail!.text)![1]!;
+  assert.equal((await app.inject({ method: 'POST', url: '/v1/me/email/confirm', payload: { token: link } })).statusCode, 204);
+
+  const cases: [string, string[]][] = [
+    ['Émile', [emile.userId]],
+    ['ÉMILE ZOLA', [emile.userId]],
+    ['émile', [emile.userId]],
+    ['ödön über', [s.memberA.userId]],
+    ['ÖDÖN', [s.memberA.userId]],
+    ['çağlar şen', [s.adminA.userId]],
+    ['Çağlar', [s.adminA.userId]],
+    // Full case folding: ß and SS are one.
+    ['STRASSE@', [emile.userId]],
+    ['Straße', [emile.userId]],
+    ['Ünal@', [s.a.userId]],
+    ['ünal@EXAMPLE', [s.a.userId]],
+    // Taken literally: _ and % are no wildcards.
+    ['z_la', []],
+    ['%', []],
+  ];
+  // The session from before the change (no later sign-in writes the user again).
+  const token = s.owner;
+  for (const [q, ids] of cases) {
+    const rest = await req(app, 'GET', `/v1/admin/users?q=${encodeURIComponent(q)}`, token);
+    assert.equal(rest.statusCode, 200, rest.body);
+    assert.deepEqual(rest.json().items.map((u: { id: string }) => u.id), ids, `REST q=${q}`);
+    const graphql = await gql(app, token, 'query ($q: String) { adminUsers(q: $q) { items { id } } }', { q });
+    assert.deepEqual((graphql.data?.adminUsers as { items: { id: string }[] }).items.map((u) => u.id), ids, `GraphQL q=${q}`);
+  }
+  // The old address no longer matches.
+  assert.equal((await req(app, 'GET', `/v1/admin/users?q=${encodeURIComponent(s.a.email)}`, token)).json().total, 0);
+});
+
+test('sort=name is case-insensitive: by the folded name, then the name, then the id; REST and GraphQL alike', async (t) => {
+  const app = await build(t);
+  const s = await setup(app);
+  for (const name of ['Zed', 'bob', 'Émile Zola', 'alpha', 'ALPHA']) await seedUser(app, s.b.companyId, 'member', { name });
+  // Company B's members: one without a name (first, as before), then case-insensitively.
+  const expected = [null, 'ALPHA', 'alpha', 'bob', 'Zed', 'Émile Zola'];
+  const names = async (sort: string) => {
+    const rest = (await req(app, 'GET', `/v1/admin/users?role=member&sort=${sort}`, s.ownerB)).json();
+    const graphql = await gql(app, s.ownerB, `{ adminUsers(role: MEMBER, sort: "${sort}") { items { name } } }`);
+    const viaGraphql = (graphql.data?.adminUsers as { items: { name: string | null }[] }).items.map((u) => u.name);
+    const viaRest = rest.items.map((u: { name: string | null }) => u.name);
+    assert.deepEqual(viaGraphql, viaRest, sort);
+    return viaRest;
+  };
+  assert.deepEqual(await names('name'), expected);
+  assert.deepEqual(await names('-name'), [...expected].reverse());
+});
+
 test('GET and PATCH /admin/users/{id}: body, validation, cross-company 404, superadmin, audit and events', async (t) => {
   const app = await build(t);
   const s = await setup(app);

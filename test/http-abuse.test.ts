@@ -73,11 +73,11 @@ test('a long unknown path is a 404 whose instance and detail are cut, not the wh
   assert.ok(body.detail.length < 300, body.detail);
 });
 
-test('a client pinned before 2026.05.04 gets its legacy {"detail"} body for a path that does not decode', async (t) => {
+test('a client pinned before 2026.05.04 gets its legacy {"detail", "code"} body for a path that does not decode', async (t) => {
   const app = await build(t);
   const res = await app.inject({ url: '/v1/admin/users/%ff', headers: { 'x-service-api-version': '2026.04.21' } });
   assert.equal(res.statusCode, 400);
-  assert.deepEqual(Object.keys(res.json()), ['detail']);
+  assert.deepEqual(Object.keys(res.json()), ['detail', 'code']);
 });
 
 test('HEAD of a path that does not decode is a 400 problem head without a body', async (t) => {

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, build, login, seedOwner } from './helper';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { bearer, build, login, PASSWORD, seedOwner } from './helper';
+import { totp } from './totp';
 import { routeTable } from '../rest-compat/routes';
 import type { RateLimitConfig } from '../src/kernel/config';
 
@@ -105,9 +106,9 @@ test('a pinned older version is named in X-Service-Version, since it is the vers
       assert.equal(res.headers['x-service-version'], version, `${version}: ${res.statusCode} ${res.body.slice(0, 100)}`);
     }
   }
-  // The legacy body and the header agree: what 2026.04.21 answered.
+  // The legacy body and the header agree: what 2026.04.21 answered, with the code added.
   const legacy = await app.inject({ url: '/v1/nope', headers: { 'x-service-api-version': '2026.04.21' } });
-  assert.deepEqual(Object.keys(legacy.json()), ['detail']);
+  assert.deepEqual(Object.keys(legacy.json()), ['detail', 'code']);
   assert.equal(legacy.headers['x-service-version'], '2026.04.21');
 });
 
@@ -124,20 +125,22 @@ test('any other X-Service-API-Version is a 400 unsupported_api_version problem',
   assert.equal(gql.json().data, null);
 });
 
-test('a client pinned to 2026.04.21 gets legacy {"detail": ...} JSON errors (404 string, 422 list)', async (t) => {
+test('a client pinned to 2026.04.21 gets legacy {"detail": ..., "code": ...} JSON errors (404 string, 422 list)', async (t) => {
   const app = await build(t);
   const headers = { 'x-service-api-version': '2026.04.21' };
   const notFound = await app.inject({ url: '/v1/nope', headers });
   assert.equal(notFound.statusCode, 404);
   assert.match(String(notFound.headers['content-type']), /^application\/json/);
-  assert.deepEqual(Object.keys(notFound.json()), ['detail']);
+  assert.deepEqual(Object.keys(notFound.json()), ['detail', 'code']);
   assert.equal(typeof notFound.json().detail, 'string');
+  assert.equal(notFound.json().code, 'not_found');
 
   const invalid = await app.inject({ method: 'POST', url: '/v1/auth/login', headers, payload: { email: 'a@example.com' } });
   assert.equal(invalid.statusCode, 422);
   assert.match(String(invalid.headers['content-type']), /^application\/json/);
   const body = invalid.json();
-  assert.deepEqual(Object.keys(body), ['detail']);
+  assert.deepEqual(Object.keys(body), ['detail', 'code']);
+  assert.equal(body.code, 'validation_error');
   assert.ok(Array.isArray(body.detail) && body.detail.length > 0);
   for (const item of body.detail) assert.deepEqual(Object.keys(item).sort(), ['loc', 'msg', 'type']);
   assert.ok(body.detail.some((i: { loc: string[] }) => i.loc.join('.') === 'body.password'));
@@ -145,7 +148,46 @@ test('a client pinned to 2026.04.21 gets legacy {"detail": ...} JSON errors (404
   // 2026.03.30 is older still: legacy too.
   const older = await app.inject({ url: '/v1/me/profile', headers: { 'x-service-api-version': '2026.03.30' } });
   assert.equal(older.statusCode, 401);
-  assert.deepEqual(Object.keys(older.json()), ['detail']);
+  assert.deepEqual(older.json(), { detail: 'A Bearer credential is required', code: 'unauthenticated' });
+});
+
+test('a client pinned before 2026.05.04 tells mfa_required from invalid_credentials at login by the legacy body\'s code', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token: token } = await login(app, owner.email);
+  const setup = await app.inject({ method: 'POST', url: '/v1/me/mfa/setup', headers: bearer(token) });
+  const { secret } = setup.json() as { secret: string };
+  const verified = await app.inject({ method: 'POST', url: '/v1/me/mfa/verify', headers: bearer(token), payload: { totp_code: totp(secret) } });
+  assert.equal(verified.statusCode, 200, verified.body);
+  const headers = { 'x-service-api-version': '2026.04.21' };
+  const owed = await app.inject({ method: 'POST', url: '/v1/auth/login', headers, payload: { email: owner.email, password: PASSWORD } });
+  assert.equal(owed.statusCode, 401);
+  assert.equal(owed.json().code, 'mfa_required');
+  const wrong = await app.inject({ method: 'POST', url: '/v1/auth/login', headers, payload: { email: owner.email, password: 'not-the-password' } });
+  assert.equal(wrong.statusCode, 401);
+  assert.equal(wrong.json().code, 'invalid_credentials');
+});
+
+test('/openapi.json declares the legacy body beside the problem on every error answer, and says who gets which', async (t) => {
+  const app = await build(t);
+  const doc = (await app.inject({ url: '/openapi.json' })).json();
+  let errors = 0;
+  for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: { $ref: string } }> }> }>>)) {
+    for (const [method, op] of Object.entries(methods)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (Number(status) < 400) continue;
+        errors++;
+        assert.deepEqual(Object.keys(response.content ?? {}).sort(), ['application/json', 'application/problem+json'], `${method} ${path} ${status}`);
+        assert.equal(response.content!['application/json']!.schema.$ref, '#/components/schemas/LegacyError', `${method} ${path} ${status}`);
+      }
+    }
+  }
+  assert.ok(errors > 100, `${errors} error answers`);
+  const legacy = doc.components.schemas.LegacyError;
+  assert.deepEqual(legacy.required, ['detail', 'code']);
+  assert.match(legacy.description, /2026\.04\.21/);
+  assert.match(doc.components.schemas.ProblemDetail.description, /2026\.05\.04/);
+  assert.match(doc.components.parameters['X-Service-API-Version'].description, /LegacyError/);
 });
 
 test('unpinned and 2026.05.04 clients get RFC 9457 application/problem+json', async (t) => {
@@ -340,6 +382,36 @@ test('CORS is open for a configured origin, including preflight, and only for it
 
   const other = await app.inject({ url: '/v1/health', headers: { origin: 'https://evil.example.com' } });
   assert.equal(other.headers['access-control-allow-origin'], undefined);
+});
+
+test('with CORS on, an OPTIONS request that is not a preflight answers as without CORS: a 405 or 404 problem with the rate-limit headers', async (t) => {
+  const origin = 'https://app.example.com';
+  const closed = await build(t);
+  const open = await build(t, { corsOrigins: [origin] });
+  const calls: [string, InjectOptions][] = [
+    ['no preflight headers', { method: 'OPTIONS', url: '/v1/health' }],
+    ['an Origin alone', { method: 'OPTIONS', url: '/v1/health', headers: { origin } }],
+    ['an unknown path', { method: 'OPTIONS', url: '/v1/no-such-path' }],
+    ['GraphQL', { method: 'OPTIONS', url: '/graphql' }],
+  ];
+  for (const [how, options] of calls) {
+    const expected = await closed.inject(options);
+    const res = await open.inject(options);
+    assert.equal(res.statusCode, expected.statusCode, `${how}: ${res.statusCode} ${res.body}`);
+    assert.ok([404, 405].includes(res.statusCode), `${how}: ${res.statusCode}`);
+    assertProblem(res, res.statusCode, res.statusCode === 405 ? 'method_not_allowed' : 'not_found');
+    assert.equal(res.headers.allow, expected.headers.allow, how);
+    for (const header of ['x-ratelimit-limit', 'ratelimit', 'x-request-id']) assert.ok(res.headers[header] !== undefined, `${how}: ${header}`);
+  }
+  // An Origin alone is a cross-origin request like any other: the answer is readable by that origin.
+  const withOrigin = await open.inject({ method: 'OPTIONS', url: '/v1/health', headers: { origin } });
+  assert.equal(withOrigin.headers['access-control-allow-origin'], origin);
+  // A real preflight is still answered by CORS, on a known path or not.
+  for (const url of ['/v1/health', '/v1/no-such-path']) {
+    const preflight = await open.inject({ method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': 'GET' } });
+    assert.equal(preflight.statusCode, 204, url);
+    assert.equal(preflight.headers['access-control-allow-origin'], origin, url);
+  }
 });
 
 test('every REST route of the route table answers under both /v1 and /api/v1', async (t) => {

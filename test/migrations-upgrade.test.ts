@@ -143,3 +143,33 @@ test('a migration is recorded in place of those it replaces only when all of the
     /replaces Old, which is still listed/,
   );
 });
+
+test('the search-keys migration folds the names and emails already stored, so q finds them case-insensitively after the upgrade', async (t) => {
+  const dataDir = tempDir(t);
+  const owner = await createPreSplitDatabase(dataDir, BASELINE);
+  // Rows written by the old code, with letters SQL's lower() does not fold.
+  const other = { companyId: randomUUID(), userId: randomUUID() };
+  const db = new Database(path.join(dataDir, 'atrium.sqlite'));
+  try {
+    const now = Date.now();
+    db.prepare('insert into `companies` (`id`, `name`, `created_at`) values (?, ?, ?)').run(other.companyId, 'Ödeme GmbH', now);
+    db.prepare(
+      'insert into `users` (`id`, `company_id`, `email`, `name`, `password_hash`, `role`, `created_at`, `updated_at`) values (?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(other.userId, owner.companyId, 'jörg.straße@example.com', 'Émile Zola', 'x', 'member', now, now);
+  } finally {
+    db.close();
+  }
+  const app = await serve(t, dataDir);
+  await assertUpToDate(app);
+  const companies = await sql<{ name_key: string }>(app, 'select `name_key` from `companies` order by `name_key`');
+  assert.deepEqual(companies.map((c) => c.name_key), ['old co', 'ödeme gmbh']);
+  const users = await sql<{ email_key: string; name_key: string }>(app, 'select `email_key`, `name_key` from `users` order by `name_key`');
+  assert.deepEqual(users.map((u) => ({ ...u })), [
+    { email_key: 'owner@example.com', name_key: 'old owner' },
+    { email_key: 'jörg.strasse@example.com', name_key: 'émile zola' },
+  ]);
+
+  const { access_token: token } = await login(app, owner.email);
+  const found = await app.inject({ url: `/v1/admin/users?q=${encodeURIComponent('ÉMILE')}`, headers: { authorization: `Bearer ${token}` } });
+  assert.deepEqual(found.json().items.map((u: { id: string }) => u.id), [other.userId]);
+});

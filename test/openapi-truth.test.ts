@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { bearer, build, createCompanyKey, login, seedOwner, seedUser } from './helper';
 import { moduleKey } from './ai-helper';
 import { MAX_WAITING } from '../subgraphs/policy/scheduler';
@@ -22,7 +24,7 @@ interface Operation {
   responses: Record<string, { description: string; content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
 }
 
-type Doc = { paths: Record<string, Record<string, Operation>> };
+type Doc = { paths: Record<string, Record<string, Operation>>; components: Record<string, unknown> };
 
 const UNSAFE = new Set(['post', 'put', 'patch', 'delete']);
 const GENERIC_CODES = new Set(['not_found', 'conflict', 'validation_error']);
@@ -45,7 +47,32 @@ function operations(doc: Doc) {
   return out;
 }
 
-/** What the answer shows that the operation does not declare (its status, its media type, a header every response carries). */
+/** The schemas of the document as checks of a body, each compiled once (references resolved in the document's components). */
+function bodyChecks(doc: Doc): (schema: unknown) => ValidateFunction {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema({ $id: 'openapi.json', components: doc.components });
+  const compiled = new Map<string, ValidateFunction>();
+  return (schema) => {
+    const text = JSON.stringify(schema).replace(/"#\/components\//g, '"openapi.json#/components/');
+    let check = compiled.get(text);
+    if (!check) compiled.set(text, (check = ajv.compile(JSON.parse(text) as object)));
+    return check;
+  };
+}
+
+const checks = new WeakMap<Doc, (schema: unknown) => ValidateFunction>();
+
+/** The problems with an error answer's body: what the schema its media type declares does not allow. */
+function invalidErrorBody(doc: Doc, declared: { content?: Record<string, unknown> }, type: string, res: LightMyRequestResponse): string | undefined {
+  const schema = (declared.content?.[type] as { schema?: unknown } | undefined)?.schema;
+  if (res.statusCode < 400 || !schema || res.body === '') return undefined;
+  if (!checks.has(doc)) checks.set(doc, bodyChecks(doc));
+  const check = checks.get(doc)!(schema);
+  return check(res.json()) ? undefined : (check.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
+}
+
+/** What the answer shows that the operation does not declare (its status, its media type and the body's schema, a header every response carries). */
 function undeclared(doc: Doc, method: string, path: string, res: LightMyRequestResponse, how: string): string[] {
   const at = `${method.toUpperCase()} ${path} (${how}) answered ${res.statusCode}`;
   const declared = doc.paths[path]![method]!.responses[String(res.statusCode)];
@@ -60,6 +87,8 @@ function undeclared(doc: Doc, method: string, path: string, res: LightMyRequestR
   if (res.statusCode !== 204 && !(res.statusCode >= 300 && res.statusCode < 400) && !declared.content?.[type]) {
     out.push(`${at} as ${type}, which it declares only as ${Object.keys(declared.content ?? {}).join(', ')}`);
   }
+  const invalid = invalidErrorBody(doc, declared, type, res);
+  if (invalid) out.push(`${at} as ${type} with a body its schema does not allow (${invalid}): ${res.body.slice(0, 200)}`);
   for (const header of ['x-service-version', 'x-request-id', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit']) {
     if (res.headers[header] === undefined) out.push(`${at} without ${header}`);
   }
@@ -99,11 +128,16 @@ test('every status and success media type an operation answers is declared for i
       ['an AI-modules key', { headers: bearer(c.moduleKey), ...body }],
       ['a caller owing MFA enrolment', { headers: bearer(owing), ...body }],
       ['an unsupported version pin', { headers: { ...credential, 'x-service-api-version': '1999.01.01' }, ...body }],
+      // A client pinned before 2026.05.04 gets the legacy error body, which the document declares too.
+      ['no credential, pinned to 2026.04.21', { headers: { 'x-service-api-version': '2026.04.21' }, ...body }],
+      ['a member pinned to 2026.03.30', { headers: { ...bearer(c.member), 'x-service-api-version': '2026.03.30' }, ...body }],
+      ['the right credential, pinned to 2026.04.21', { headers: { ...credential, 'x-service-api-version': '2026.04.21' }, ...body }],
     ];
     if (UNSAFE.has(method)) calls.push(['the session cookie from no origin', { headers: { cookie: 'service_token=whatever' }, ...body }]);
     if (path.includes('{')) calls.push(['an over-long path parameter', { headers: credential, ...body, url: url(true) }]);
     if (UNSAFE.has(method)) {
       calls.push(['malformed JSON', { headers: { ...credential, 'content-type': 'application/json' }, payload: '{"a":' }]);
+      calls.push(['malformed JSON, pinned to 2026.04.21', { headers: { ...credential, 'content-type': 'application/json', 'x-service-api-version': '2026.04.21' }, payload: '{"a":' }]);
       calls.push(['a text/plain body', { headers: { ...credential, 'content-type': 'text/plain' }, payload: 'hello' }]);
     }
     if (multipart) {

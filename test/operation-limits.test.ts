@@ -217,6 +217,75 @@ test('introspection needs a credential by default, can be opened or turned off',
   assert.match(JSON.stringify(overSocket), /introspection_disabled/);
 });
 
+test('"Did you mean" suggestions reach only callers who may introspect: over HTTP, the socket and a standalone subgraph, with introspection authenticated or off', async (t) => {
+  const mistakes = [
+    '{ adminUserz { id } }',
+    '{ health { statu } }',
+    '{ adminUsers(sor: "name") { total } }',
+    'query ($x: AdminUserPatchInpu) { health { status } }',
+    // An input's fields and an enum's values are suggested too.
+    'mutation { updateAdminUser(userId: "00000000-0000-4000-8000-000000000000", input: { nam: "x" }) { id } }',
+    'mutation { updateAdminUser(userId: "00000000-0000-4000-8000-000000000000", input: { role: OWNR }) { id } }',
+  ];
+  const messages = (answer: GraphQLAnswer) => (answer.body.errors ?? []).map((e) => e.message).join(' | ');
+  const suggests = (text: string) => /Did you mean/.test(text);
+
+  // authenticated (the default): an anonymous caller gets the errors without the hints, a signed-in one with them.
+  const { app: closed, url: closedUrl } = await listening(t, {});
+  const { token } = await owner(closed);
+  for (const query of mistakes) {
+    const anonymous = await gql(closed, query);
+    assert.equal(anonymous.status, 400, query);
+    assert.ok(!suggests(messages(anonymous)), `anonymous: ${messages(anonymous)}`);
+    assert.equal(anonymous.body.errors?.[0]?.extensions.code, 'bad_request');
+    const signedIn = await gql(closed, query, { token });
+    assert.ok(suggests(messages(signedIn)), `signed in: ${messages(signedIn)}`);
+  }
+  // The message still says what is wrong, only without the schema's nearest names.
+  assert.match(messages(await gql(closed, '{ adminUserz { id } }')), /^Cannot query field "adminUserz" on type "Query"\.$/);
+
+  // off: nobody reads the schema, so nobody gets the hints; the socket alike.
+  const { app: off, url: offUrl } = await listening(t, { graphql: { ...(await defaults()), introspection: 'off' } });
+  const offOwner = await owner(off);
+  for (const query of mistakes) {
+    const signedIn = await gql(off, query, { token: offOwner.token });
+    assert.equal(signedIn.status, 400, query);
+    assert.ok(!suggests(messages(signedIn)), `off, signed in: ${messages(signedIn)}`);
+  }
+  const overSocket = async (url: string, bearerToken: string, query: string) => {
+    const client = createClient({ url, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${bearerToken}` }, retryAttempts: 0, lazy: true });
+    t.after(() => client.dispose());
+    return JSON.stringify(await new Promise<unknown>((resolve) => client.subscribe({ query }, { next: resolve, error: resolve, complete: () => undefined })));
+  };
+  for (const query of ['{ adminUserz { id } }', 'subscription { auditEventz { action } }']) {
+    const refused = await overSocket(offUrl, offOwner.token, query);
+    assert.match(refused, /Cannot query field/);
+    assert.ok(!suggests(refused), `off, socket: ${refused}`);
+    assert.ok(suggests(await overSocket(closedUrl, token, query)), 'authenticated, socket: the signed-in caller may introspect');
+  }
+
+  // A standalone subgraph (Apollo's validation) follows the same setting.
+  const subgraph = await serveSubgraph('identity', {
+    host: '127.0.0.1',
+    port: 0,
+    orm: closed.kernel.orm,
+    budgets: closed.kernel.budgets,
+    limits: closed.kernel.config.graphql,
+    trustProxy: false,
+    bodyLimitBytes: closed.kernel.config.bodyLimitBytes,
+    domains: closed.domains,
+  });
+  t.after(() => subgraph.stop());
+  const viaSubgraph = async (query: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(subgraph.url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query }) });
+    return messages({ status: res.status, body: (await res.json()) as GraphQLAnswer['body'] });
+  };
+  const anonymousSubgraph = await viaSubgraph('{ mee { id } }');
+  assert.match(anonymousSubgraph, /Cannot query field "mee"/);
+  assert.ok(!suggests(anonymousSubgraph), `subgraph, anonymous: ${anonymousSubgraph}`);
+  assert.ok(suggests(await viaSubgraph('{ mee { id } }', bearer(token))), 'subgraph, signed in');
+});
+
 test('REST routes are measured as GraphQL operations: a page over the operator cost cap is refused', async (t) => {
   const app = await build(t, { graphql: { ...(await defaults()), maxCost: 300 } });
   const { token } = await owner(app);

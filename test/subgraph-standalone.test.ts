@@ -283,3 +283,64 @@ test('a standalone subgraph bounds what one request may ask: BODY_LIMIT_BYTES (4
   const asMember = await gql(identity.url, memberToken, entities, { reps: [{ __typename: 'User', id: owner }, { __typename: 'User', id: member }] });
   assert.deepEqual(asMember.data, { _entities: [null, { id: member, email: 'member@acme.test' }] });
 });
+
+test('_entities takes ids as every other field does: an upper-cased UUID names the same entity, a key that is no UUID (or missing, or a number) is 422 validation_error at its path', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-subgraph-'));
+  const services = await boot(loadConfig({ DATA_DIR: dir, SCRYPT_COST: '1024' }, {}));
+  const identity = await serveSubgraph('identity', served(services));
+  const billing = await serveSubgraph('billing', served(services));
+  const modules = await serveSubgraph('modules', served(services));
+  t.after(async () => {
+    for (const subgraph of [identity, billing, modules]) await subgraph.stop();
+    await services.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const { company, user, token } = await inContext(services.kernel.orm, async () => {
+    const a = await services.domains.identity.accounts.createCompanyWithOwner({ email: 'a@acme.test', password: PASSWORD, company: 'Acme' });
+    const session = await services.domains.identity.auth.login({ email: 'a@acme.test', password: PASSWORD }, meta);
+    return { company: a.company.id, user: a.user.id, token: session.accessToken };
+  });
+  const ask = async (url: string, query: string, reps: unknown[]) => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query, variables: { reps } }),
+    });
+    return (await res.json()) as { data?: { _entities: unknown[] } | null; errors?: { extensions: { code: string; http: { status: number }; errors?: unknown[] } }[] };
+  };
+  const identityQuery = 'query ($reps: [_Any!]!) { _entities(representations: $reps) { ... on Company { id name } ... on User { id email } } }';
+  const billingQuery = 'query ($reps: [_Any!]!) { _entities(representations: $reps) { ... on Company { id plan { id } } } }';
+
+  // Upper-cased, the caller's own company and user are found, and answered with the ids as stored.
+  const upper = await ask(identity.url, identityQuery, [{ __typename: 'Company', id: company.toUpperCase() }, { __typename: 'User', id: user.toUpperCase() }]);
+  assert.deepEqual(upper, { data: { _entities: [{ id: company, name: 'Acme' }, { id: user, email: 'a@acme.test' }] } });
+  const plan = await ask(billing.url, billingQuery, [{ __typename: 'Company', id: company.toUpperCase() }]);
+  assert.deepEqual(plan, { data: { _entities: [{ id: company, plan: { id: 'starter' } }] } });
+
+  // A key that names no row anywhere is refused as adminUser(userId: "nope") is, each at its path.
+  const bad = await ask(identity.url, identityQuery, [
+    { __typename: 'Company', id: company },
+    { __typename: 'Company', id: 'nope' },
+    { __typename: 'User' },
+    { __typename: 'User', id: 5 },
+  ]);
+  assert.equal(bad.data?._entities ?? null, null, JSON.stringify(bad));
+  const error = bad.errors?.[0];
+  assert.equal(error?.extensions.code, 'validation_error', JSON.stringify(bad));
+  assert.equal(error?.extensions.http.status, 422);
+  assert.deepEqual(
+    (error?.extensions.errors as { loc: unknown[]; type: string }[]).map(({ loc, type }) => ({ loc, type })),
+    [
+      { loc: ['representations', 1, 'id'], type: 'value_error.format' },
+      { loc: ['representations', 2, 'id'], type: 'missing' },
+      { loc: ['representations', 3, 'id'], type: 'string_type' },
+    ],
+  );
+  assert.equal((await ask(billing.url, billingQuery, [{ __typename: 'Company', id: 'nope' }])).errors?.[0]?.extensions.code, 'validation_error');
+
+  // A key that is not a UUID by its type (a catalog model's id) is taken as it is, but must be a string.
+  const modelQuery = 'query ($reps: [_Any!]!) { _entities(representations: $reps) { ... on Model { id } } }';
+  const model = await ask(modules.url, modelQuery, [{ __typename: 'Model', id: 'gpt-4o' }]);
+  assert.deepEqual(model, { data: { _entities: [{ id: 'gpt-4o' }] } });
+  assert.equal((await ask(modules.url, modelQuery, [{ __typename: 'Model', id: 4 }])).errors?.[0]?.extensions.code, 'validation_error');
+});

@@ -31,7 +31,7 @@ export const adminCompanyRoutes: RestRoute[] = [
     operationId: 'listCompanies',
     summary: 'Companies',
     description:
-      'Companies by name, paged (per_page defaults to 20; a Link header gives first, prev, next and last). q: the ' +
+      'Companies by name (case-insensitively), paged (per_page defaults to 20; a Link header gives first, prev, next and last). q: the ' +
       'name contains it (case-insensitive). Owners, admins and API keys see only their own company; a platform ' +
       'superadmin sees every company. A member gets 403.',
     tag: 'Administration',

@@ -31,7 +31,7 @@ export const adminUserRoutes: RestRoute[] = [
     description:
       "Users of the caller's company, paged (a Link header gives first, prev, next and last). q matches email or name " +
       `(contains, case-insensitive); role and status filter; sort is one of ${ADMIN_USER_SORTS.join(', ')} ` +
-      '(default created_at, ascending), prefixed with - for descending. A superadmin sees every company, or one with ' +
+      '(default created_at, ascending; name case-insensitively), prefixed with - for descending. A superadmin sees every company, or one with ' +
       `company_id (an unknown one answers 404; for anyone else another company's id answers 404). ${WHO}`,
     tag: 'Administration',
     status: 200,

@@ -8,12 +8,13 @@ import { raw, type FilterQuery } from '@mikro-orm/core';
  */
 export interface SqlDialect {
   /**
-   * The condition "`column` contains `text`", case-insensitively (as the
-   * database's lower()) and literally: `%` and `_` are plain characters, not
-   * LIKE wildcards. A NULL column matches nothing. `column` is a column of
-   * the queried table, written by the caller (never user input).
+   * The condition "`column` contains `text`", literally and exactly: `%` and
+   * `_` are plain characters, not LIKE wildcards, and case counts (search
+   * case-insensitively by comparing folded keys, src/search-key.ts). A NULL
+   * column matches nothing. `column` is a column of the queried table,
+   * written by the caller (never user input).
    */
-  containsText<T>(column: string, text: string): FilterQuery<T>;
+  contains<T>(column: string, text: string): FilterQuery<T>;
 }
 
 /**
@@ -23,6 +24,5 @@ export interface SqlDialect {
  * raw value bound (`0 < instr(...)`).
  */
 export const sqliteDialect: SqlDialect = {
-  containsText: <T>(column: string, text: string) =>
-    ({ [raw('0')]: { $lt: raw(`instr(lower(${column}), lower(?))`, [text]) } }) as FilterQuery<T>,
+  contains: <T>(column: string, text: string) => ({ [raw('0')]: { $lt: raw(`instr(${column}, ?)`, [text]) } }) as FilterQuery<T>,
 };

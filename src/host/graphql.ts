@@ -348,6 +348,9 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       },
       errorFormatter: (execution: ExecutionResult, context: MercuriusContext) => {
         const log = context.reply?.log ?? app.log;
+        // The operation's caller (a socket's from its connection), else the request's; unknown is anonymous.
+        const caller = (context as Partial<GraphQLContext>).principal ?? context.reply?.request.principal ?? anonymous;
+        const hidden = { hideSchema: !gate.mayIntrospect(caller) };
         let statusCode = 200;
         const errors: GraphQLError[] = [];
         for (const error of execution.errors ?? []) {
@@ -365,11 +368,11 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
             // Mercurius wraps document validation failures; they are the client's to fix.
             statusCode = 400;
             for (const inner of nested) {
-              errors.push(toGraphQLError(new GraphQLError((inner as Error).message), log));
+              errors.push(toGraphQLError(new GraphQLError((inner as Error).message), log, hidden));
             }
             continue;
           }
-          const formatted = toGraphQLError(error, log);
+          const formatted = toGraphQLError(error, log, hidden);
           const { headers } = formatted.extensions.http as { headers?: Record<string, string> };
           if (headers && context.reply) context.reply.headers(headers);
           // Refused before execution (rate limit, unsupported version, bad body): the

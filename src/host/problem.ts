@@ -36,7 +36,7 @@ export function problemBody(error: AppError, request: FastifyRequest, docsUrl: s
   };
 }
 
-/** Clients pinned to a version older than RFC 9457 support get `{"detail": ...}`. */
+/** Clients pinned to a version older than RFC 9457 support get `{"detail": ..., "code": ...}` (openapi LegacyError). */
 export function wantsLegacyErrors(request: FastifyRequest): boolean {
   const pinned = request.apiVersion;
   return pinned !== undefined && pinned < PROBLEM_DETAILS_SINCE;
@@ -48,7 +48,9 @@ export function sendProblem(reply: FastifyReply, error: AppError, docsUrl: strin
   reply.code(error.status);
   if (wantsLegacyErrors(request)) {
     const detail = error.code === 'validation_error' ? error.extra.errors : error.message;
-    return reply.type('application/json; charset=utf-8').send({ detail });
+    // `code` is an added optional member (platform-api.md, Versioning 4): without it a pinned
+    // client could not tell mfa_required from invalid_credentials at login.
+    return reply.type('application/json; charset=utf-8').send({ detail, code: error.code });
   }
   return reply.type('application/problem+json; charset=utf-8').send(problemBody(error, request, docsUrl));
 }

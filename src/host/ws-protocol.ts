@@ -1,5 +1,6 @@
 import { GraphQLError, Kind, specifiedRules, validate, type DocumentNode, type GraphQLSchema, type SelectionSetNode } from 'graphql';
 import { AppError } from '../errors/catalog';
+import { anonymous, type Principal } from '../auth/principal';
 import { toGraphQLError } from '../../subgraphs/errors';
 import type { OperationGate } from '../../subgraphs/policy/gate';
 
@@ -10,6 +11,8 @@ export const WS_CLOSE = { invalidMessage: 4400, unauthorized: 4401, duplicateId:
 export interface ScreenedConnection {
   socket: { protocol?: string; readyState?: number; close(code: number, reason?: string): void };
   isReady: boolean;
+  /** The connection's context, holding its caller once connection_init was accepted. */
+  context?: { principal?: Principal };
   fastify: { gate: OperationGate; graphql: { schema: GraphQLSchema }; log: { error(obj: object, msg: string): void } };
   sendMessage(type: string, id: string | undefined, payload: unknown): Promise<void>;
 }
@@ -96,7 +99,8 @@ export async function screenMessage(connection: ScreenedConnection, message: Buf
       : documentErrors(connection, payload.query, operationName);
   if (errors.length) {
     const log = connection.fastify.log;
-    await connection.sendMessage('error', id, errors.map((error) => toGraphQLError(error, log).toJSON()));
+    const hidden = { hideSchema: !connection.fastify.gate.mayIntrospect(connection.context?.principal ?? anonymous) };
+    await connection.sendMessage('error', id, errors.map((error) => toGraphQLError(error, log, hidden).toJSON()));
     return false;
   }
   state.active.add(id);

@@ -58,7 +58,7 @@ export class AdminUsersResolver {
   @Query(() => AdminUserPageType, {
     description:
       "The users of the caller's company (a superadmin: every company, or companyId). q matches email or name " +
-      '(contains, case-insensitive); sort is created_at, email, name, role, status or last_login_at, - for descending. ' +
+      '(contains, case-insensitive); sort is created_at, email, name (case-insensitively), role, status or last_login_at, - for descending. ' +
       WHO,
   })
   adminUsers(

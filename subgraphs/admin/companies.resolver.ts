@@ -111,7 +111,7 @@ export class CompanyAdminResolver {
   @RestArgs({ ...PAGE_BOUNDS, q: { maxLength: 200 } })
   @Query(() => AdminCompanyPageType, {
     description:
-      'Companies by name (q: name contains, case-insensitive). Owners, admins and API keys see only their own ' +
+      'Companies by name, case-insensitively (q: name contains, case-insensitive). Owners, admins and API keys see only their own ' +
       'company; platform superadmins see every company.',
   })
   adminCompanies(

@@ -1,5 +1,6 @@
 import { Ctx, Directive, Field, FieldResolver, ID, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { PlanType } from './plan.types';
+import { Rest } from '../rest';
 import { Access } from '../policy/access';
 import { requireAuthenticated } from '../../src/auth/policy';
 import { AppError } from '../../src/errors/catalog';
@@ -11,6 +12,7 @@ import type { GraphQLContext } from '../context';
 @Directive('@key(fields: "id")')
 @ObjectType('Company')
 export class BillingCompany {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 }

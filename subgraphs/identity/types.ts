@@ -13,6 +13,7 @@ registerEnumType(AuthMethodValue, { name: 'AuthMethod', description: 'How the ca
 @Directive('@key(fields: "id")')
 @ObjectType('Company', { description: 'A tenant: every user, key and record belongs to one company' })
 export class CompanyType {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 

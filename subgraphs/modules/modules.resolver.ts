@@ -1,5 +1,6 @@
 import { Ctx, Directive, Field, FieldResolver, ID, ObjectType, Query, Resolver } from 'type-graphql';
 import { ModelFields } from '../shared/model';
+import { Rest } from '../rest';
 import { Access } from '../policy/access';
 import { requireAuthenticated } from '../../src/auth/policy';
 import type { GraphQLContext } from '../context';
@@ -13,6 +14,7 @@ export class ModelType extends ModelFields {}
 @Directive('@key(fields: "id")')
 @ObjectType('Company')
 export class ModulesCompany {
+  @Rest({ format: 'uuid' })
   @Field(() => ID)
   id!: string;
 }

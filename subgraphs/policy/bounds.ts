@@ -127,3 +127,49 @@ function lowerMembers(members: readonly { name: string; lower: Lower | undefined
     return out;
   };
 }
+
+/** An entity type's key fields (`@key(fields: "id")`), each with the hints of its field. */
+export type EntityKeys = ReadonlyMap<string, readonly { name: string; hints?: RestHints }[]>;
+
+/**
+ * The representations `_entities` is asked for (a standalone subgraph), held
+ * to their key fields' declared bounds as a root field's arguments are: each
+ * key field present and a string, a UUID where the field is declared one (a
+ * non-UUID id names no row here, as `adminUser(userId: "nope")` does not),
+ * then lowered as ids are stored, so an upper-cased id names the same entity.
+ * Each issue is at its path among the arguments (`["representations", 0, "id"]`).
+ */
+export function compileRepresentationKeys(keys: EntityKeys): ArgumentBounds {
+  const checks = new Map<string, { validate: ValidateFunction; uuids: string[] }>();
+  for (const [typeName, fields] of keys) {
+    const properties: Record<string, JsonSchema> = {};
+    for (const { name, hints } of fields) properties[name] = { type: 'string', ...boundsOf(hints, false) };
+    const schema = { type: 'object', required: fields.map((f) => f.name), properties };
+    const key = JSON.stringify(schema);
+    let validate = compiled.get(key);
+    if (!validate) compiled.set(key, (validate = ajv.compile(schema)));
+    checks.set(typeName, { validate, uuids: fields.filter((f) => f.hints?.format === 'uuid').map((f) => f.name) });
+  }
+  const checkOf = (representation: unknown) => checks.get((representation as { __typename?: unknown } | null)?.__typename as string);
+  const representationsOf = (values: Record<string, unknown>) => (Array.isArray(values.representations) ? values.representations : []);
+  return {
+    refuse(values) {
+      const issues = representationsOf(values).flatMap((representation, i) => {
+        const check = checkOf(representation);
+        if (!check || check.validate(representation)) return [];
+        return validationIssues({ validation: check.validate.errors as ErrorObject[] }).map((issue) => ({ ...issue, loc: ['representations', i, ...issue.loc.slice(1)] }));
+      });
+      return issues.length ? AppError.validation(issues) : undefined;
+    },
+    canonical(values) {
+      const representations = representationsOf(values).map((representation) => {
+        const uuids = checkOf(representation)?.uuids;
+        if (!uuids?.length) return representation;
+        const out = { ...(representation as Record<string, unknown>) };
+        for (const name of uuids) out[name] = lowerCase(out[name]);
+        return out;
+      });
+      return { ...values, representations };
+    },
+  };
+}

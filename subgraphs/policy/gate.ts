@@ -144,11 +144,20 @@ export class OperationGate {
     }
   }
 
+  /**
+   * Whether GRAPHQL_INTROSPECTION lets this caller read the schema. A caller
+   * who may not also gets graphql-js' messages without their "Did you mean …"
+   * hints (../errors.ts withoutSuggestions), which would spell the schema out
+   * name by name.
+   */
+  mayIntrospect(principal: Principal): boolean {
+    return this.introspection === 'public' || (this.introspection === 'authenticated' && principal.kind !== 'anonymous');
+  }
+
   private admitIntrospection(principal: Principal): void {
+    if (this.mayIntrospect(principal)) return;
     if (this.introspection === 'off') throw new AppError('introspection_disabled', 'Introspection is turned off on this server');
-    if (this.introspection === 'authenticated' && principal.kind === 'anonymous') {
-      throw principal.credentialError ?? new AppError('unauthenticated', 'Introspection needs a Bearer credential');
-    }
+    throw (principal.kind === 'anonymous' && principal.credentialError) || new AppError('unauthenticated', 'Introspection needs a Bearer credential');
   }
 }
 

@@ -1,6 +1,7 @@
 import { raw, type FilterQuery } from '@mikro-orm/core';
 import type { SqlDialect } from '../../db/dialect';
 import type { Orm } from '../../db/orm';
+import { searchKey } from '../../search-key';
 import { currentEm } from '../../db/unit-of-work';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { isSuperadmin, requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
@@ -88,15 +89,19 @@ export class CompanyAdminService {
     return caller.companyId;
   }
 
-  /** Superadmins see every company; anyone else only their own. `q`: name contains (case-insensitive). */
+  /**
+   * Superadmins see every company; anyone else only their own. `q`: name
+   * contains, case-insensitive (folded keys, src/search-key.ts). By name,
+   * case-insensitively: the folded name, then the name, then the id.
+   */
   async list(principal: Principal, options: { q?: string | null; page: number; perPage: number }): Promise<Page<Company>> {
     const caller = requireCompanyAdmin(principal);
     const where: FilterQuery<Company> = isSuperadmin(caller) ? {} : { id: caller.companyId };
     const q = options.q?.trim();
     // A literal substring: % and _ in the query are plain characters.
-    if (q) Object.assign(where, this.dialect.containsText<Company>('name', q));
+    if (q) Object.assign(where, this.dialect.contains<Company>('name_key', searchKey(q)));
     const [items, total] = await currentEm(this.orm).findAndCount(Company, where, {
-      orderBy: { name: 'asc', id: 'asc' },
+      orderBy: { nameKey: 'asc', name: 'asc', id: 'asc' },
       limit: options.perPage,
       offset: (options.page - 1) * options.perPage,
     });

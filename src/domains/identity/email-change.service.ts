@@ -14,6 +14,7 @@ import { normalizeEmail } from './identity.service';
 import { consumeOneTimeToken, invalidateOneTimeTokens, issueOneTimeToken, peekOneTimeToken } from './one-time-tokens';
 import { PASSWORD_RESET_PURPOSE } from './password-reset.service';
 import { User } from './user.entity';
+import { searchKey } from '../../search-key';
 
 /** Where the confirmation link points: the web app, which posts the token to /me/email/confirm. */
 export const CONFIRM_EMAIL_PATH = '/app/confirm-email';
@@ -149,7 +150,8 @@ export class EmailChangeService {
         // Spent by one conditional UPDATE: of two concurrent confirmations exactly one wins.
         if (!(await consumeOneTimeToken(tx, EMAIL_CHANGE_PURPOSE, presented))) throw invalidToken();
         // The unique index on users.email is the final word on whether the address is free.
-        const updated = await tx.nativeUpdate(User, { id: user.id, email: oldEmail }, { email: newEmail, updatedAt: new Date() });
+        // A native update runs no onUpdate: the search key is written here.
+        const updated = await tx.nativeUpdate(User, { id: user.id, email: oldEmail }, { email: newEmail, emailKey: searchKey(newEmail), updatedAt: new Date() });
         if (updated !== 1) throw invalidToken();
         // Reset links mailed to the old address no longer reach the account's owner.
         await invalidateOneTimeTokens(tx, user.id, PASSWORD_RESET_PURPOSE);

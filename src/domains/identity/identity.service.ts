@@ -1,5 +1,5 @@
 import type { Orm } from '../../db/orm';
-import type { SqlDialect } from '../../db/dialect';
+import { searchKey } from '../../search-key';
 import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { hashPassword } from '../../auth/password';
@@ -84,7 +84,6 @@ export class IdentityService {
 
   constructor(
     private readonly orm: Orm,
-    private readonly dialect: SqlDialect,
     private readonly reads: ReadStore,
     changes: ChangeSignal,
     private readonly config: IdentitySettings,
@@ -183,13 +182,10 @@ export class IdentityService {
    * may find more than one.
    */
   async findCompaniesByName(name: string): Promise<Company[]> {
-    const wanted = name.trim().toLowerCase();
+    const wanted = name.trim();
     if (!wanted) return [];
-    // The dialect narrows (case-insensitive contains); the exact comparison is the one rule, here.
-    const candidates = await currentEm(this.orm).find(Company, this.dialect.containsText<Company>('name', wanted), {
-      orderBy: { createdAt: 'asc', id: 'asc' },
-    });
-    return candidates.filter((c) => c.name.trim().toLowerCase() === wanted);
+    // Names are stored trimmed; their folded keys are equal when the names differ only in case.
+    return currentEm(this.orm).find(Company, { nameKey: searchKey(wanted) }, { orderBy: { createdAt: 'asc', id: 'asc' } });
   }
 
   private async refuseTakenName(name: string): Promise<void> {

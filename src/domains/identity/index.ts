@@ -145,7 +145,7 @@ export const identityDomain = defineDomain({
     const apiKeys = new ApiKeyService(orm, audit);
     const companies = new CompanyAdminService(orm, dialect, audit, deps.billing.plans);
     return {
-      accounts: new IdentityService(orm, dialect, reads, changes, config, audit, deps.billing),
+      accounts: new IdentityService(orm, reads, changes, config, audit, deps.billing),
       auth,
       access: new AccessService(auth, sessionCookies, policies),
       mfa,

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/better-sqlite';
 import { raw, type FilterQuery } from '@mikro-orm/core';
 import type { SqlDialect } from '../../db/dialect';
 import type { Orm } from '../../db/orm';
+import { searchKey } from '../../search-key';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
@@ -64,13 +65,14 @@ export const MAX_NAME_LENGTH = 200;
 export const USAGE_DAYS_DEFAULT = 30;
 export const USAGE_DAYS_MAX = 365;
 
-const SORT_PROPERTY: Record<AdminUserSort, keyof User> = {
-  created_at: 'createdAt',
-  email: 'email',
-  name: 'name',
-  role: 'role',
-  status: 'status',
-  last_login_at: 'lastLoginAt',
+/** What each sort orders by (then the id); a name case-insensitively, by its folded key first. */
+const SORT_PROPERTIES: Record<AdminUserSort, (keyof User)[]> = {
+  created_at: ['createdAt'],
+  email: ['email'],
+  name: ['nameKey', 'name'],
+  role: ['role'],
+  status: ['status'],
+  last_login_at: ['lastLoginAt'],
 };
 
 export interface AdminUserListOptions {
@@ -163,7 +165,7 @@ export class UserAdminService {
       issues.push({ loc: ['query', 'status'], msg: `must be one of ${userStatuses.join(', ')}`, type: 'enum' });
     }
     const sort = parseSort(options.sort, issues);
-    const q = options.q?.trim().toLowerCase() ?? '';
+    const q = options.q?.trim() ?? '';
     if (q.length > 320) issues.push({ loc: ['query', 'q'], msg: 'must be at most 320 characters', type: 'string_too_long' });
     if (issues.length) throw AppError.validation(issues);
 
@@ -178,14 +180,15 @@ export class UserAdminService {
     if (options.role) where.push({ role: options.role as Role });
     if (options.status) where.push({ status: options.status as UserStatus });
     if (q) {
-      // A literal substring: the search text has no % or _ wildcards.
-      where.push({ $or: [this.dialect.containsText<User>('email', q), this.dialect.containsText<User>('name', q)] });
+      // A literal substring (% and _ are plain characters) of the folded keys: case-insensitive beyond ASCII.
+      const key = searchKey(q);
+      where.push({ $or: [this.dialect.contains<User>('email_key', key), this.dialect.contains<User>('name_key', key)] });
     }
     const [items, total] = await currentEm(this.orm).findAndCount(
       User,
       { $and: where },
       {
-        orderBy: [{ [SORT_PROPERTY[sort.key]]: sort.direction }, { id: sort.direction }],
+        orderBy: [...SORT_PROPERTIES[sort.key].map((property) => ({ [property]: sort.direction })), { id: sort.direction }],
         limit: perPage,
         offset: (page - 1) * perPage,
       },
@@ -243,7 +246,8 @@ export class UserAdminService {
         User,
         { id: target.id },
         {
-          ...(changes.name ? { name: name ?? null } : {}),
+          // A native update runs no onUpdate: the search key is written here.
+          ...(changes.name ? { name: name ?? null, nameKey: name == null ? null : searchKey(name) } : {}),
           ...(changes.role ? { role } : {}),
           ...(changes.status ? { status } : {}),
           updatedAt: now,

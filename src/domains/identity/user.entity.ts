@@ -2,6 +2,9 @@ import { DateTimeType, Entity, Index, ManyToOne, OptionalProps, PrimaryKey, Prop
 import { randomUUID } from 'node:crypto';
 import { roles, type Role } from '../../auth/principal';
 import { Company } from './company.entity';
+import { searchKey } from '../../search-key';
+
+const keyOfName = (user: User): string | null => (user.name === null ? null : searchKey(user.name));
 
 export { roles, type Role };
 export const userStatuses = ['active', 'suspended'] as const;
@@ -9,6 +12,8 @@ export type UserStatus = (typeof userStatuses)[number];
 
 @Entity({ tableName: 'users' })
 @Index({ properties: ['company', 'createdAt'] })
+// The admin list by name, case-insensitively (user-admin.service.ts): the whole order, so a page needs no sort.
+@Index({ properties: ['company', 'nameKey', 'name', 'id'] })
 @Index({ properties: ['deletionScheduledFor'] })
 export class User {
   [OptionalProps]?: 'id' | 'createdAt' | 'updatedAt' | 'status' | 'isSuperadmin' | 'name' | 'lastLoginAt'
@@ -26,6 +31,18 @@ export class User {
 
   @Property({ type: 'string', length: 200, nullable: true })
   name: string | null = null;
+
+  /**
+   * `email` and `name` as search compares them (../../search-key.ts), which
+   * the admin list's q searches and its name sort orders by. Written on
+   * every flush that writes the user; a nativeUpdate of `email` or `name`
+   * must set them itself (it runs no onUpdate).
+   */
+  @Property({ type: 'text', default: '', hidden: true, onCreate: (user: User) => searchKey(user.email), onUpdate: (user: User) => searchKey(user.email) })
+  emailKey?: string;
+
+  @Property({ type: 'text', nullable: true, hidden: true, onCreate: keyOfName, onUpdate: keyOfName })
+  nameKey?: string | null;
 
   @Property({ type: 'string', length: 255, hidden: true })
   passwordHash!: string;
