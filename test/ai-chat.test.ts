@@ -253,6 +253,62 @@ test('provider failures: 429 and 5xx are retried with backoff, then 502 ai_provi
   await assertLedgerAddsUp(app);
 });
 
+test('AI_TIMEOUT_SECONDS bounds a provider that stalls after its headers: 504 ai_provider_timeout (streamed: an error event), nothing spent, no turn stored; a long stream that keeps coming is not cut', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'a partial answer', stall: true }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_TIMEOUT_SECONDS: '1' });
+  const { a, keys } = await modulesCast(app);
+  const started = Date.now();
+  assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi')), 504, 'ai_provider_timeout');
+  assert.ok(Date.now() - started < 3000, `answered after ${Date.now() - started} ms`);
+
+  const streamed = Date.now();
+  const res = await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi', { stream: true }));
+  assert.ok(Date.now() - streamed < 3000, `answered after ${Date.now() - streamed} ms`);
+  const events = sseEvents(res.body);
+  assert.equal(events[0]!.event, 'delta', 'the part sent before the stall was streamed');
+  const last = events.at(-1)!;
+  assert.equal(last.event, 'error');
+  assert.equal(last.data.code, 'ai_provider_timeout');
+  assert.equal(last.data.status, 504);
+  assert.equal((await balance(app, a.companyId)).available, 2000);
+  assert.equal(await heldHolds(app), 0);
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from chat_messages'))[0]!.n, 0);
+  await assertLedgerAddsUp(app);
+
+  // A stream is bounded by the provider's silence, not its length: a reply longer than the time-out streams to its end while its chunks keep coming.
+  const words = Array.from({ length: 8 }, (_, i) => `w${i}`).join(' ');
+  fake.respond(() => ({ content: words, chunkDelayMs: 300 }));
+  const long = Date.now();
+  const streamedLong = sseEvents((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('talk', { stream: true }))).body);
+  assert.ok(Date.now() - long > 2000, 'the whole reply took longer than the time-out');
+  assert.equal(streamedLong.at(-1)!.event, 'done', JSON.stringify(streamedLong.at(-1)));
+  assert.equal(streamedLong.filter((e) => e.event === 'delta').map((e) => e.data.text).join(''), words);
+});
+
+test('AI_TIMEOUT_SECONDS bounds the whole call, the SDK\'s retries and their backoff included', async (t) => {
+  // Each attempt is answered at once; the SDK's wait before its retry (the Retry-After the provider asks for) would pass the time-out.
+  const fake = await fakeOpenAi(t, () => ({ status: 429, headers: { 'retry-after': '30' } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_TIMEOUT_SECONDS: '1', AI_MAX_RETRIES: '2' });
+  const { a, keys } = await modulesCast(app);
+  let started = Date.now();
+  assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi')), 504, 'ai_provider_timeout');
+  assert.ok(Date.now() - started < 2500, `answered after ${Date.now() - started} ms`);
+  assert.equal(fake.seen.length, 1, 'the retry waits for Retry-After, past the time-out');
+
+  started = Date.now();
+  const streamed = sseEvents((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi', { stream: true }))).body).at(-1)!;
+  assert.ok(Date.now() - started < 2500, `answered after ${Date.now() - started} ms`);
+  assert.deepEqual([streamed.event, streamed.data.code], ['error', 'ai_provider_timeout']);
+
+  // The SDK times out each attempt's wait for headers and retries it: three attempts, not one, would fit the old wait.
+  fake.respond(() => ({ content: 'late', delayMs: 1500 }));
+  started = Date.now();
+  assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi')), 504, 'ai_provider_timeout');
+  assert.ok(Date.now() - started < 2500, `answered after ${Date.now() - started} ms`);
+  assert.equal((await balance(app, a.companyId)).available, 2000);
+  assert.equal(await heldHolds(app), 0);
+});
+
 test('tokens are estimated when the provider sends no usage', async (t) => {
   const fake = await fakeOpenAi(t, () => ({ content: 'x'.repeat(4000), usage: false }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });

@@ -346,6 +346,21 @@ test('a row the provider keeps failing fails alone (retried first), its hold ret
   await assertLedgerAddsUp(app);
 });
 
+test('a row whose provider stalls after its headers fails with ai_provider_timeout within AI_TIMEOUT_SECONDS per try, its hold returned', async (t) => {
+  const fake = await fakeOpenAi(t, (request) => (request.messages.at(-1)!.content!.includes('stuck') ? { content: 'never ends', stall: true } : { content: 'fine', usage: { prompt: 10, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_TIMEOUT_SECONDS: '1' }, { bulk: { concurrency: 2, rowAttempts: 2, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { keys } = await modulesCast(app);
+  const started = Date.now();
+  const res = await submit(app, keys.ownerA.key, makeCsv([['review'], ['good'], ['stuck'], ['good too']]), 'r.csv');
+  const status = await finished(app, keys.ownerA.key, res.json().job_id);
+  assert.ok(Date.now() - started < 6000, `the job took ${Date.now() - started} ms`);
+  assert.deepEqual([status.status, status.rows_completed, status.rows_failed], ['completed', 2, 1]);
+  const [row] = await sql<{ error: string }>(app, "select error from bulk_rows where status = 'failed'");
+  assert.match(row!.error, /^ai_provider_timeout/);
+  assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
+  await assertLedgerAddsUp(app);
+});
+
 test('NDJSON rows: the stream follows a running job in row order and ends with it; ?after=N resumes after row N', async (t) => {
   const fake = await fakeOpenAi(t, (request) => ({ content: `out:${request.messages.at(-1)!.content}`, delayMs: 30, usage: { prompt: 5, completion: 5 } }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 3, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);

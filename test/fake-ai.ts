@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 /** Whatever can run clean-up after a test (node:test's TestContext, or a bench's own list). */
 type Cleanup = { after: (fn: () => unknown) => void };
 
@@ -26,6 +26,10 @@ export interface FakeReply {
   delayMs?: number;
   /** Streaming: wait between chunks (ms). */
   chunkDelayMs?: number;
+  /** Send the headers and the start of the body (a stream's first chunks), then nothing more: a provider that stalls mid-answer. */
+  stall?: boolean;
+  /** Headers of an error reply (`status`), such as Retry-After. */
+  headers?: Record<string, string>;
 }
 
 type Responder = (request: SeenRequest, index: number) => FakeReply;
@@ -39,6 +43,7 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
   const seen: SeenRequest[] = [];
   let respond = responder;
   const closed: string[] = [];
+  const sockets = new Set<Socket>();
   const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (chunk) => (raw += chunk));
@@ -52,7 +57,7 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
       const reply = respond(request, seen.length - 1);
       if (reply.delayMs) await sleep(reply.delayMs);
       if (reply.status) {
-        res.writeHead(reply.status, { 'content-type': 'application/json' });
+        res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
         res.end(JSON.stringify({ error: { message: `fake error ${reply.status}`, type: 'server_error', code: null } }));
         return;
       }
@@ -62,6 +67,11 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
       const usage = reply.usage === false ? undefined : { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
       const id = `chatcmpl-${seen.length}`;
       const created = Math.floor(Date.now() / 1000);
+      if (!request.stream && reply.stall) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write(`{"id":"${id}","object":"chat.completion","created":${created},`);
+        return;
+      }
       if (!request.stream) {
         const toolCalls = reply.toolCalls?.map((c, i) => ({ id: `call_${seen.length}_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -95,6 +105,7 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
         if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
         if (res.destroyed) return;
         res.write(chunk({ content: piece }));
+        if (reply.stall) return;
       }
       res.write(chunk({}, 'stop'));
       if (usage && request.stream_options?.include_usage) {
@@ -103,8 +114,16 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
       res.end('data: [DONE]\n\n');
     });
   });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  // A stalled answer never ends: its connection is cut, or close would wait for it.
+  t.after(() => new Promise<void>((resolve) => {
+    for (const socket of sockets) socket.destroy();
+    server.close(() => resolve());
+  }));
   server.unref();
   const { port } = server.address() as AddressInfo;
   return {

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { body, member, type RestRoute } from '../route';
+import { PROVIDER_TIMEOUT } from '../schemas';
 import { problemBody } from '../../src/host/problem';
 import { AppError, isAppError } from '../../src/errors/catalog';
 import { CHAT_MESSAGE_MAX, chatAgents, SESSION_ID_MAX, STUDIO_TEXT_MAX, type ChatReply } from '../../src/domains/ai';
@@ -148,12 +149,14 @@ export const moduleRoutes: RestRoute[] = [
       `A reply from a persona (agent: ${chatAgents.join(', ')}), with the session's history, trimmed to the model's context. ` +
       'web_search puts search results into the context and answers them as sources (503 web_search_not_configured without ' +
       'WEB_SEARCH_URL). With "stream": true the answer is Server-Sent Events: delta {text}, then done {tokens, credits_used, ' +
-      `session_id, model} or error (a problem document), and the stream closes. Scope chat. ${COST} ${NO_PROVIDER} ${KEY}`,
+      `session_id, model} or error (a problem document), and the stream closes. A stream is bounded by the provider's silence, not ` +
+      'its length: no answer started, or no next piece of it, within AI_TIMEOUT_SECONDS ends it with error ai_provider_timeout. ' +
+      `Scope chat. ${COST} ${NO_PROVIDER} ${KEY}`,
     tag: 'AI modules',
     credential: 'module_key',
     auth: 'required',
     status: 200,
-    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the chat scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured or web_search_not_configured', 504: 'ai_provider_timeout' },
+    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the chat scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured or web_search_not_configured', 504: PROVIDER_TIMEOUT },
     request: { body: chatRequest },
     response: chatResponse,
     content: {
@@ -177,7 +180,7 @@ export const moduleRoutes: RestRoute[] = [
     tag: 'AI modules',
     credential: 'module_key',
     status: 200,
-    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the translate scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured', 504: 'ai_provider_timeout' },
+    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the translate scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured', 504: PROVIDER_TIMEOUT },
     field: 'studioProcess',
     args: { input: body() },
   },
@@ -195,7 +198,7 @@ export const moduleRoutes: RestRoute[] = [
     tag: 'AI modules',
     credential: 'module_key',
     status: 200,
-    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the agent scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured or web_search_not_configured', 504: 'ai_provider_timeout' },
+    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the agent scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured or web_search_not_configured', 504: PROVIDER_TIMEOUT },
     field: 'agentRun',
     args: { input: body() },
   },
