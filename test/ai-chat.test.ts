@@ -309,6 +309,31 @@ test('AI_TIMEOUT_SECONDS bounds the whole call, the SDK\'s retries and their bac
   assert.equal(await heldHolds(app), 0);
 });
 
+test('a usage report that makes no sense (negative, fractional, past any context) is charged by the estimate: 200, the hold settled', async (t) => {
+  let usage = { prompt: -100_000, completion: 5 };
+  const fake = await fakeOpenAi(t, () => ({ content: 'fine', usage }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  for (const report of [{ prompt: -100_000, completion: 5 }, { prompt: 1.5, completion: 5 }, { prompt: 5, completion: 1e15 }]) {
+    usage = report;
+    for (const [path, body] of [
+      ['/v1/chat', ask('hi')],
+      ['/v1/agent/run', { task: 'hi' }],
+      ['/v1/studio/process', { text: 'hallo wereld' }],
+    ] as const) {
+      const res = await call(app, keys.ownerA.key, 'POST', path, body);
+      assert.equal(res.statusCode, 200, `${path} ${JSON.stringify(report)}: ${res.body}`);
+      assert.ok(res.json().tokens > 0 && res.json().tokens < 1000, `${path}: estimated ${res.json().tokens} tokens`);
+      assert.equal(res.json().credits_used, 1);
+    }
+  }
+  assert.equal(await heldHolds(app), 0);
+  assert.equal((await balance(app, a.companyId)).available, 2000 - 9);
+  const records = await sql<{ tokens: number }>(app, 'select tokens from usage_records');
+  assert.ok(records.every((r) => r.tokens > 0 && r.tokens < 1000), JSON.stringify(records));
+  await assertLedgerAddsUp(app);
+});
+
 test('tokens are estimated when the provider sends no usage', async (t) => {
   const fake = await fakeOpenAi(t, () => ({ content: 'x'.repeat(4000), usage: false }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });

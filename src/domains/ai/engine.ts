@@ -290,8 +290,19 @@ export class AiEngine {
   }
 }
 
+/**
+ * The most tokens one count of a provider's usage report is believed: no
+ * model's context comes near it. A count past it, negative or fractional is
+ * a provider's bug; the call is then charged by the estimate, as one without
+ * a report is (the ledger would refuse such a count, and the hold caps the
+ * charge anyway).
+ */
+const MAX_REPORTED_TOKENS = 10_000_000;
+
+const believable = (count: unknown): count is number => Number.isInteger(count) && (count as number) >= 0 && (count as number) <= MAX_REPORTED_TOKENS;
+
 function usageOf(usage: OpenAI.CompletionUsage | undefined | null, messages: readonly Message[], output: string): TokenUsage {
-  if (usage && Number.isInteger(usage.prompt_tokens) && Number.isInteger(usage.completion_tokens)) {
+  if (usage && believable(usage.prompt_tokens) && believable(usage.completion_tokens)) {
     return {
       promptTokens: usage.prompt_tokens,
       completionTokens: usage.completion_tokens,
