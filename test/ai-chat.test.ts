@@ -12,6 +12,7 @@ import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
 import { echo, fakeOpenAi, fakeSearch } from './fake-ai';
 import { assertLedgerAddsUp } from './ledger-helper';
 import { inContext } from '../src/boot';
+import { AppError } from '../src/errors/catalog';
 
 const ask = (message: string, extra: Record<string, unknown> = {}) => ({ message, agent: 'general', session_id: 'conv-1', ...extra });
 
@@ -331,6 +332,39 @@ test('a usage report that makes no sense (negative, fractional, past any context
   assert.equal((await balance(app, a.companyId)).available, 2000 - 9);
   const records = await sql<{ tokens: number }>(app, 'select tokens from usage_records');
   assert.ok(records.every((r) => r.tokens > 0 && r.tokens < 1000), JSON.stringify(records));
+  await assertLedgerAddsUp(app);
+});
+
+test('a commit that fails after the call succeeded releases the hold and answers 500 internal_error, never a 422 of a field the caller did not send; no turn is stored', async (t) => {
+  const fake = await fakeOpenAi(t);
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  const ledger = app.domains.billing.ledger;
+  const commit = ledger.commit.bind(ledger);
+  // The ledger refusing the usage, then a database failure: either way the call's work is done and its settlement is not.
+  const failures = [() => AppError.validation([{ loc: ['credits'], msg: 'must be an integer from 0 to 1000000000', type: 'range' }]), () => new Error('SQLITE_IOERR: disk I/O error')];
+  let next: (() => Error) | undefined;
+  ledger.commit = async (...args: Parameters<typeof ledger.commit>) => {
+    const failure = next;
+    next = undefined;
+    if (failure) throw failure();
+    return commit(...args);
+  };
+  for (const failure of failures) {
+    next = failure;
+    assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi')), 500, 'internal_error');
+    next = failure;
+    assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/agent/run', { task: 'hi' }), 500, 'internal_error');
+    next = failure;
+    const streamed = sseEvents((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi', { stream: true }))).body).at(-1)!;
+    assert.deepEqual([streamed.event, streamed.data.code, streamed.data.status], ['error', 'internal_error', 500]);
+  }
+  assert.equal(await heldHolds(app), 0);
+  assert.equal((await balance(app, a.companyId)).available, 2000);
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from chat_messages'))[0]!.n, 0);
+  // The next call settles as ever.
+  assert.equal((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi'))).statusCode, 200);
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from chat_messages'))[0]!.n, 2);
   await assertLedgerAddsUp(app);
 });
 

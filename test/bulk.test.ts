@@ -16,6 +16,7 @@ import { fakeOpenAi } from './fake-ai';
 import { assertLedgerAddsUp } from './ledger-helper';
 import { makeCsv, makePng, makeXlsx, makeZipBomb, multipartForm, withHiddenEntry, withSmuggledEntry } from './fixtures/document-files';
 import { inContext } from '../src/boot';
+import { AppError } from '../src/errors/catalog';
 import { DEFAULT_EXTRACT_LIMITS, zipEntries } from '../src/domains/documents';
 
 const FIELDS = { input_column: 'review', prompt_template: 'Classify the sentiment of: {text}' };
@@ -357,6 +358,31 @@ test('a row whose provider stalls after its headers fails with ai_provider_timeo
   assert.deepEqual([status.status, status.rows_completed, status.rows_failed], ['completed', 2, 1]);
   const [row] = await sql<{ error: string }>(app, "select error from bulk_rows where status = 'failed'");
   assert.match(row!.error, /^ai_provider_timeout/);
+  assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
+  await assertLedgerAddsUp(app);
+});
+
+test('a row whose result and credits fail to commit fails as the server\'s fault, charged nothing, its hold returned, without calling the provider again', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'fine', usage: { prompt: 10, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 1, rowAttempts: 3, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { keys } = await modulesCast(app);
+  const ledger = app.domains.billing.ledger;
+  const commit = ledger.commit.bind(ledger);
+  let failed = false;
+  ledger.commit = async (...args: Parameters<typeof ledger.commit>) => {
+    if (!failed) {
+      failed = true;
+      throw AppError.validation([{ loc: ['credits'], msg: 'must be an integer from 0 to 1000000000', type: 'range' }]);
+    }
+    return commit(...args);
+  };
+  const res = await submit(app, keys.ownerA.key, makeCsv([['review'], ['first'], ['second']]), 'r.csv');
+  const status = await finished(app, keys.ownerA.key, res.json().job_id);
+  assert.deepEqual([status.status, status.rows_completed, status.rows_failed, status.credits_used], ['completed', 1, 1, 1]);
+  assert.equal(fake.seen.length, 2, 'each row asked the model once');
+  const [row] = await sql<{ error: string; credits: number }>(app, "select error, credits from bulk_rows where status = 'failed'");
+  assert.match(row!.error, /^internal_error/);
+  assert.equal(row!.credits, 0);
   assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
   await assertLedgerAddsUp(app);
 });

@@ -76,7 +76,7 @@ async function chat(request: FastifyRequest, reply: FastifyReply) {
     if (!started) throw error;
     if (abort.signal.aborted) return;
     const problem = isAppError(error) ? error : new AppError('internal_error', 'The reply failed');
-    if (!isAppError(error)) request.log.error({ err: error }, 'chat stream failed');
+    if (problem.code === 'internal_error') request.log.error({ err: error }, 'chat stream failed');
     send('error', problemBody(problem, request, request.server.config.docsUrl));
   } finally {
     if (started) raw.end();
