@@ -467,6 +467,43 @@ test('a stream that fails after it started ends with an error event and closes; 
   assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi', { stream: true, model: 'nope' })), 404, 'model_not_found');
 });
 
+test('a streamed call answered without an event stream (an HTML page, a JSON completion) or without any choice ends in an error event 502: nothing spent, no turn stored', async (t) => {
+  const fake = await fakeOpenAi(t);
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  for (const reply of [
+    { page: { contentType: 'text/html', body: '<html><body>502 Bad Gateway (proxy)</body></html>' } },
+    { ignoreStream: true, content: 'A full answer the client would never see', usage: { prompt: 400, completion: 600 } },
+    { noChoice: true, usage: { prompt: 400, completion: 600 } },
+  ]) {
+    fake.respond(() => reply);
+    const res = await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hello', { stream: true }));
+    const events = sseEvents(res.body);
+    assert.equal(events.length, 1, `${JSON.stringify(reply)}: ${res.body}`);
+    assert.deepEqual([events[0]!.event, events[0]!.data.code, events[0]!.data.status], ['error', 'ai_provider_error', 502]);
+  }
+  assert.equal((await balance(app, a.companyId)).available, 2000);
+  assert.equal(await heldHolds(app), 0);
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from chat_messages'))[0]!.n, 0);
+});
+
+test('a completion without a choice (choices: []) is 502 ai_provider_error and spends nothing; a choice whose content is empty is still a reply', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ noChoice: true, usage: { prompt: 400, completion: 600 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi')), 502, 'ai_provider_error');
+  assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/studio/process', { text: 'hallo wereld' }), 502, 'ai_provider_error');
+  assert.equal((await balance(app, a.companyId)).available, 2000);
+  assert.equal(await heldHolds(app), 0);
+
+  fake.respond(() => ({ content: '' }));
+  const empty = await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('say nothing'));
+  assert.equal(empty.statusCode, 200, empty.body);
+  assert.equal(empty.json().response, '');
+  const streamed = sseEvents((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('say nothing', { stream: true }))).body);
+  assert.equal(streamed.at(-1)!.event, 'done');
+});
+
 async function listening(t: TestContext, env: Record<string, string>) {
   const app = await buildWithAi(t, env);
   await app.listen({ port: 0, host: '127.0.0.1' });

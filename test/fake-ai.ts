@@ -30,6 +30,12 @@ export interface FakeReply {
   stall?: boolean;
   /** Headers of an error reply (`status`), such as Retry-After. */
   headers?: Record<string, string>;
+  /** Answer 200 with this body instead (a proxy's error page). */
+  page?: { contentType: string; body: string };
+  /** Answer a streamed request with a plain JSON completion, as a server that ignores `stream` does. */
+  ignoreStream?: boolean;
+  /** A completion with `choices: []` (streamed: no chunk with a choice, only the usage). */
+  noChoice?: boolean;
 }
 
 type Responder = (request: SeenRequest, index: number) => FakeReply;
@@ -61,6 +67,11 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
         res.end(JSON.stringify({ error: { message: `fake error ${reply.status}`, type: 'server_error', code: null } }));
         return;
       }
+      if (reply.page) {
+        res.writeHead(200, { 'content-type': reply.page.contentType });
+        res.end(reply.page.body);
+        return;
+      }
       const content = reply.content ?? '';
       const promptTokens = typeof reply.usage === 'object' ? reply.usage.prompt : promptOf(request);
       const completionTokens = typeof reply.usage === 'object' ? reply.usage.completion : Math.max(1, Math.ceil(content.length / 4));
@@ -72,7 +83,7 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
         res.write(`{"id":"${id}","object":"chat.completion","created":${created},`);
         return;
       }
-      if (!request.stream) {
+      if (!request.stream || reply.ignoreStream) {
         const toolCalls = reply.toolCalls?.map((c, i) => ({ id: `call_${seen.length}_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(
@@ -81,13 +92,15 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
             object: 'chat.completion',
             created,
             model: request.model,
-            choices: [
-              {
-                index: 0,
-                message: { role: 'assistant', content: toolCalls?.length ? null : content, ...(toolCalls?.length ? { tool_calls: toolCalls } : {}) },
-                finish_reason: toolCalls?.length ? 'tool_calls' : 'stop',
-              },
-            ],
+            choices: reply.noChoice
+              ? []
+              : [
+                  {
+                    index: 0,
+                    message: { role: 'assistant', content: toolCalls?.length ? null : content, ...(toolCalls?.length ? { tool_calls: toolCalls } : {}) },
+                    finish_reason: toolCalls?.length ? 'tool_calls' : 'stop',
+                  },
+                ],
             ...(usage ? { usage } : {}),
           }),
         );
@@ -99,15 +112,15 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
       });
       const chunk = (delta: object, finish: string | null = null, extra: object = {}) =>
         `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: request.model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
-      res.write(chunk({ role: 'assistant', content: '' }));
-      for (const piece of content.match(/\S+\s*/g) ?? []) {
+      if (!reply.noChoice) res.write(chunk({ role: 'assistant', content: '' }));
+      for (const piece of reply.noChoice ? [] : (content.match(/\S+\s*/g) ?? [])) {
         if (res.destroyed) return;
         if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
         if (res.destroyed) return;
         res.write(chunk({ content: piece }));
         if (reply.stall) return;
       }
-      res.write(chunk({}, 'stop'));
+      if (!reply.noChoice) res.write(chunk({}, 'stop'));
       if (usage && request.stream_options?.include_usage) {
         res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: request.model, choices: [], usage })}\n\n`);
       }

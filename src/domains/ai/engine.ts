@@ -156,6 +156,11 @@ class Deadline {
   }
 }
 
+/** Whether a Content-Type names Server-Sent Events. */
+function isEventStream(contentType: string): boolean {
+  return /^\s*text\/event-stream\s*(;|$)/i.test(contentType);
+}
+
 /**
  * The one way Atrium talks to a model: the official `openai` SDK against any
  * OpenAI-compatible server (AI_BASE_URL). The SDK retries 429, 5xx and
@@ -216,10 +221,10 @@ export class AiEngine {
           { signal: deadline.signal },
         ),
       );
-      const message = response.choices[0]?.message;
-      const content = message?.content ?? '';
+      const message = replyOf(response);
+      const content = message.content ?? '';
       const toolCalls: ToolCall[] = [];
-      for (const call of message?.tool_calls ?? []) {
+      for (const call of message.tool_calls ?? []) {
         if (call.type === 'function') toolCalls.push({ id: call.id, name: call.function.name, arguments: call.function.arguments });
       }
       return { content, toolCalls, usage: usageOf(response.usage, request.messages, content + toolCalls.map((c) => c.name + c.arguments).join('')) };
@@ -238,7 +243,8 @@ export class AiEngine {
    * (`signal`) aborts the call and gets ProviderCallAborted with what was used.
    * AI_TIMEOUT_SECONDS bounds each wait: for the answer to start (retries
    * included), then for each next chunk, so a long reply still streams while
-   * a provider that falls silent ends in 504.
+   * a provider that falls silent ends in 504. An answer that is no event
+   * stream, or holds no choice at all, is 502: nothing of it is a reply.
    */
   async stream(request: CompletionRequest, onDelta: (text: string) => void): Promise<Completion> {
     const client = this.requireConfigured();
@@ -247,18 +253,27 @@ export class AiEngine {
     let usage: OpenAI.CompletionUsage | undefined;
     let answered = false;
     try {
-      const stream = await deadline.race(
-        client.chat.completions.create(
-          {
-            model: this.providerModel(request.model),
-            messages: request.messages,
-            max_tokens: request.maxTokens,
-            stream: true,
-            stream_options: { include_usage: true },
-          },
-          { signal: deadline.signal },
-        ),
+      const { data: stream, response } = await deadline.race(
+        client.chat.completions
+          .create(
+            {
+              model: this.providerModel(request.model),
+              messages: request.messages,
+              max_tokens: request.maxTokens,
+              stream: true,
+              stream_options: { include_usage: true },
+            },
+            { signal: deadline.signal },
+          )
+          .withResponse(),
       );
+      const type = response.headers.get('content-type');
+      // No type named: the chunks show whether it was a stream.
+      if (type !== null && !isEventStream(type)) {
+        stream.controller.abort();
+        // A server that ignored "stream" (a JSON completion) or a proxy's page: the SDK would read no event from it, and end as if the reply were empty.
+        throw new AppError('ai_provider_error', `The AI provider answered a streamed call with ${type.slice(0, 100)}, not an event stream`);
+      }
       const chunks = stream[Symbol.asyncIterator]();
       for (;;) {
         deadline.restart();
@@ -274,6 +289,7 @@ export class AiEngine {
         }
       }
       if (request.signal?.aborted) throw new ProviderCallAborted(usageOf(usage, request.messages, content));
+      if (!answered) throw new AppError('ai_provider_error', 'The AI provider\'s stream held no reply (no choice)');
       return { content, toolCalls: [], usage: usageOf(usage, request.messages, content) };
     } catch (error) {
       if (error instanceof ProviderCallAborted) throw error;
@@ -288,6 +304,13 @@ export class AiEngine {
   private timedOut(cause: unknown, what: string): AppError {
     return new AppError('ai_provider_timeout', `The AI provider ${what} within AI_TIMEOUT_SECONDS (${this.config.timeoutMs / 1000} s)`, { cause });
   }
+}
+
+/** The message of a completion's first choice; an answer without one (`choices: []`, or no completion at all) is the provider's fault. */
+function replyOf(response: OpenAI.ChatCompletion): OpenAI.ChatCompletionMessage {
+  const message = (response as Partial<OpenAI.ChatCompletion> | null)?.choices?.[0]?.message;
+  if (!message || typeof message !== 'object') throw new AppError('ai_provider_error', 'The AI provider answered without a reply (no choice)');
+  return message;
 }
 
 /**
