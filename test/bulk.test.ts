@@ -387,6 +387,16 @@ test('a row whose result and credits fail to commit fails as the server\'s fault
   await assertLedgerAddsUp(app);
 });
 
+test('bulk form fields at their published maxLength in emoji are taken: lengths count characters (code points), as the form\'s schema does', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const column = '\u{1F600}'.repeat(255);
+  const template = `${'\u{1F600}'.repeat(7994)}{text}`;
+  const res = await submit(app, keys.ownerA.key, makeCsv([[column], ['a row']]), 'r.csv', { input_column: column, prompt_template: template, output_column: '\u{1F4DD}'.repeat(255) });
+  assert.equal(res.statusCode, 202, res.body);
+});
+
 test('NDJSON rows: the stream follows a running job in row order and ends with it; ?after=N resumes after row N', async (t) => {
   const fake = await fakeOpenAi(t, (request) => ({ content: `out:${request.messages.at(-1)!.content}`, delayMs: 30, usage: { prompt: 5, completion: 5 } }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 3, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);

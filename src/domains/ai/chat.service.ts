@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ReadStore } from '../../db/read-store';
 import { AppError } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { requireModuleCaller, type ModuleCaller } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import type { AlongsideWrite } from '../billing';
@@ -80,9 +81,9 @@ export class ChatService {
     const caller = requireModuleCaller(principal, 'chat');
     const issues = [];
     if (!input.message.trim()) issues.push({ loc: ['body', 'message'], msg: 'must not be empty', type: 'string_too_short' });
-    if (input.message.length > CHAT_MESSAGE_MAX) issues.push({ loc: ['body', 'message'], msg: `at most ${CHAT_MESSAGE_MAX} characters`, type: 'string_too_long' });
+    if (textLength(input.message) > CHAT_MESSAGE_MAX) issues.push({ loc: ['body', 'message'], msg: `at most ${CHAT_MESSAGE_MAX} characters`, type: 'string_too_long' });
     if (!(chatAgents as readonly string[]).includes(input.agent)) issues.push({ loc: ['body', 'agent'], msg: `must be one of ${chatAgents.join(', ')}`, type: 'enum' });
-    if (!input.sessionId.trim() || input.sessionId.length > SESSION_ID_MAX || /\p{Cc}/u.test(input.sessionId)) {
+    if (!input.sessionId.trim() || textLength(input.sessionId) > SESSION_ID_MAX || /\p{Cc}/u.test(input.sessionId)) {
       issues.push({ loc: ['body', 'session_id'], msg: `1 to ${SESSION_ID_MAX} characters, no control characters`, type: 'string_length' });
     }
     if (issues.length) throw AppError.validation(issues);

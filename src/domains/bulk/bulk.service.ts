@@ -11,6 +11,7 @@ import type { RunningJob } from '../../jobs/worker';
 import { collectGarbage } from '../../kernel/gc';
 import type { Logger } from '../../kernel/logger';
 import { AppError, isAppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { refusedText } from '../../errors/refused-text';
 import { storedFileName } from '../../file-name';
 import { canSeeJob, requireJobCaller, type JobCaller } from '../../auth/policy';
@@ -687,15 +688,15 @@ export class BulkService {
 function checkFields(input: BulkSubmission): { inputColumn: string; promptTemplate: string; outputColumn: string; model: string | null } {
   const issues: ValidationIssue[] = [];
   const inputColumn = (input.inputColumn ?? '').trim();
-  if (!inputColumn || inputColumn.length > COLUMN_NAME_MAX) issues.push({ loc: ['body', 'input_column'], msg: `required, 1 to ${COLUMN_NAME_MAX} characters`, type: 'missing' });
+  if (!inputColumn || textLength(inputColumn) > COLUMN_NAME_MAX) issues.push({ loc: ['body', 'input_column'], msg: `required, 1 to ${COLUMN_NAME_MAX} characters`, type: 'missing' });
   const promptTemplate = input.promptTemplate ?? '';
-  if (!promptTemplate.trim() || promptTemplate.length > PROMPT_TEMPLATE_MAX) {
+  if (!promptTemplate.trim() || textLength(promptTemplate) > PROMPT_TEMPLATE_MAX) {
     issues.push({ loc: ['body', 'prompt_template'], msg: `required, 1 to ${PROMPT_TEMPLATE_MAX} characters`, type: 'missing' });
   } else if (!promptTemplate.includes('{text}')) {
     issues.push({ loc: ['body', 'prompt_template'], msg: 'must contain the placeholder {text}, which each row\'s input cell replaces', type: 'value_error' });
   }
   const outputColumn = (input.outputColumn ?? '').trim() || 'AI_Result';
-  if (outputColumn.length > COLUMN_NAME_MAX) issues.push({ loc: ['body', 'output_column'], msg: `at most ${COLUMN_NAME_MAX} characters`, type: 'string_length' });
+  if (textLength(outputColumn) > COLUMN_NAME_MAX) issues.push({ loc: ['body', 'output_column'], msg: `at most ${COLUMN_NAME_MAX} characters`, type: 'string_length' });
   const model = input.model?.trim() || null;
   // Multipart fields, which the REST adapter's JSON check does not see.
   const texts = { input_column: input.inputColumn, prompt_template: input.promptTemplate, output_column: input.outputColumn, model: input.model };
