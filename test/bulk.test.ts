@@ -397,6 +397,30 @@ test('bulk form fields at their published maxLength in emoji are taken: lengths 
   assert.equal(res.statusCode, 202, res.body);
 });
 
+test('a bulk model past 100 characters is 422 at model on both doors and over GraphQL, and no detail echoes more of a model name than that', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys, tokens } = await modulesCast(app);
+  for (const [key, url] of [[keys.ownerA.key, '/v1/bulk/submit'], [tokens.ownerA, '/v1/bulk/jobs']] as const) {
+    for (const model of ['m'.repeat(101), 'm'.repeat(20_000)]) {
+      const res = await submit(app, key, makeCsv(ROWS), 'r.csv', { ...FIELDS, model }, url);
+      assertCode(res, 422, 'validation_error');
+      assert.deepEqual(res.json().errors.map((e: { loc: string[] }) => e.loc), [['body', 'model']]);
+      assert.ok(res.body.length < 1000, `${url}: ${res.body.length} characters answered`);
+    }
+  }
+  const gqlRes = await gql(app, tokens.ownerA, 'mutation($i: BulkCsvInput!) { submitBulkJob(input: $i) { id } }', {
+    i: { csv: 'review\nx\n', inputColumn: 'review', promptTemplate: '{text}', model: 'm'.repeat(101) },
+  });
+  assert.equal(gqlRes.errors?.[0]?.extensions?.code, 'validation_error', JSON.stringify(gqlRes));
+  assert.deepEqual((gqlRes.errors![0]!.extensions as unknown as { errors: { loc: string[] }[] }).errors.map((e) => e.loc), [['input', 'model']]);
+  // A name within the bound is still answered by its catalog check, and a detail names at most 100 characters of any name.
+  assertCode(await submit(app, keys.ownerA.key, makeCsv(ROWS), 'r.csv', { ...FIELDS, model: 'nope' }), 404, 'model_not_found');
+  assert.throws(() => app.domains.catalog.models.resolve('m'.repeat(20_000)), (error: Error) => error.message.length < 200);
+  assert.equal(fake.seen.length, 0);
+  assert.deepEqual(uploads(app), []);
+});
+
 test('NDJSON rows: the stream follows a running job in row order and ends with it; ?after=N resumes after row N', async (t) => {
   const fake = await fakeOpenAi(t, (request) => ({ content: `out:${request.messages.at(-1)!.content}`, delayMs: 30, usage: { prompt: 5, completion: 5 } }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 3, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);

@@ -8,6 +8,7 @@ import { AppError } from '../../src/errors/catalog';
 import { problemBody } from '../../src/host/problem';
 import { isAppError } from '../../src/errors/catalog';
 import { COLUMN_NAME_MAX, PROMPT_TEMPLATE_MAX, TABLE_MIME, type BulkJobView, type BulkRowView, type TableKind } from '../../src/domains/bulk';
+import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import { jobIdAnswer } from '../schemas';
 import { uploadFailure } from '../multipart';
 
@@ -190,7 +191,7 @@ function bulkForm(file: string) {
         default: 'AI_Result',
         description: 'The result column the file gains (beside it <output_column>_error); a column the file already has is 422',
       },
-      model: { type: 'string', description: 'A catalog model id or a model family (default: the configured default model)' },
+      model: { type: 'string', maxLength: MODEL_NAME_MAX, description: 'A catalog model id or a model family (default: the configured default model)' },
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { body, member, type RestRoute } from '../route';
 import { PROVIDER_TIMEOUT } from '../schemas';
+import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import { problemBody } from '../../src/host/problem';
 import { AppError, isAppError } from '../../src/errors/catalog';
 import { CHAT_MESSAGE_MAX, chatAgents, SESSION_ID_MAX, STUDIO_TEXT_MAX, type ChatReply } from '../../src/domains/ai';
@@ -92,7 +93,7 @@ const chatRequest = {
     agent: { type: 'string', enum: [...chatAgents] },
     session_id: { type: 'string', minLength: 1, maxLength: SESSION_ID_MAX, description: "Reusing it keeps the conversation (per user)" },
     web_search: { type: 'boolean', default: false },
-    model: { type: 'string', minLength: 1, maxLength: 100, description: 'A catalog model id or a model family (gpt, claude, mistral, llama)' },
+    model: { type: 'string', minLength: 1, maxLength: MODEL_NAME_MAX, description: 'A catalog model id or a model family (gpt, claude, mistral, llama)' },
     stream: { type: 'boolean', default: false, description: 'Answer as Server-Sent Events: delta, then done or error' },
   },
 };

@@ -18,7 +18,7 @@ import { canSeeJob, requireJobCaller, type JobCaller } from '../../auth/policy';
 import type { Principal } from '../../auth/principal';
 import { checkPage, type Page } from '../../pagination';
 import { creditsFor, holdTokens, modulesApiSpelling, worthRetrying, type AiApi, type Completion } from '../ai';
-import type { CatalogService, ModelView } from '../catalog';
+import { MODEL_NAME_MAX, type CatalogService, type ModelView } from '../catalog';
 import type { ExtractLimits } from '../documents';
 import { Company, User } from '../identity';
 import type { JobState } from '../research';
@@ -698,6 +698,7 @@ function checkFields(input: BulkSubmission): { inputColumn: string; promptTempla
   const outputColumn = (input.outputColumn ?? '').trim() || 'AI_Result';
   if (textLength(outputColumn) > COLUMN_NAME_MAX) issues.push({ loc: ['body', 'output_column'], msg: `at most ${COLUMN_NAME_MAX} characters`, type: 'string_length' });
   const model = input.model?.trim() || null;
+  if (model && textLength(model) > MODEL_NAME_MAX) issues.push({ loc: ['body', 'model'], msg: `at most ${MODEL_NAME_MAX} characters`, type: 'string_too_long' });
   // Multipart fields, which the REST adapter's JSON check does not see.
   const texts = { input_column: input.inputColumn, prompt_template: input.promptTemplate, output_column: input.outputColumn, model: input.model };
   for (const { path, issue } of refusedText(texts)) issues.push({ loc: ['body', ...path], ...issue });
