@@ -6,6 +6,9 @@ export const nullable = (type: string, extra: JsonSchema = {}): JsonSchema => ({
 export const dateTime: JsonSchema = { type: 'string', format: 'date-time' };
 export const uuid: JsonSchema = { type: 'string', format: 'uuid' };
 
+/** The 504 of the routes that call a model: what AI_TIMEOUT_SECONDS bounds (src/domains/ai/engine.ts). */
+export const PROVIDER_TIMEOUT = 'ai_provider_timeout: a provider call, its retries included, did not finish within AI_TIMEOUT_SECONDS; nothing is spent';
+
 /** A created key's answer: the key's listing with the plaintext beside it (`{ ...api_key, key }`), not nested. */
 export const createdKeyAnswer = {
   body: ({ api_key: apiKey, key }: { api_key: Record<string, unknown>; key: string }) => ({ ...apiKey, key }),

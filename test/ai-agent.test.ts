@@ -110,6 +110,22 @@ const refused = (expression: string) => {
   return false;
 };
 
+test('an agent run and a studio rewrite end at AI_TIMEOUT_SECONDS when the provider stalls after its headers: 504, the hold released', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'half an answer', stall: true }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_TIMEOUT_SECONDS: '1' });
+  const { a, keys } = await modulesCast(app);
+  for (const [path, body] of [
+    ['/v1/agent/run', { task: 'compute', tools: ['calculator'] }],
+    ['/v1/studio/process', { text: 'Goedemorgen allemaal', target_lang: 'en' }],
+  ] as const) {
+    const started = Date.now();
+    assertCode(await call(app, keys.ownerA.key, 'POST', path, body), 504, 'ai_provider_timeout');
+    assert.ok(Date.now() - started < 3000, `${path} answered after ${Date.now() - started} ms`);
+  }
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000);
+  assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
+});
+
 test('the calculator parses arithmetic with precedence, associativity and functions, never evaluating code', () => {
   assert.equal(calculate('2+3*4').result, 14);
   assert.equal(calculate('2^3^2').result, 512);

@@ -12,6 +12,7 @@ import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
 import { echo, fakeOpenAi, fakeSearch } from './fake-ai';
 import { assertLedgerAddsUp } from './ledger-helper';
 import { inContext } from '../src/boot';
+import { AppError } from '../src/errors/catalog';
 
 const ask = (message: string, extra: Record<string, unknown> = {}) => ({ message, agent: 'general', session_id: 'conv-1', ...extra });
 
@@ -253,6 +254,120 @@ test('provider failures: 429 and 5xx are retried with backoff, then 502 ai_provi
   await assertLedgerAddsUp(app);
 });
 
+test('AI_TIMEOUT_SECONDS bounds a provider that stalls after its headers: 504 ai_provider_timeout (streamed: an error event), nothing spent, no turn stored; a long stream that keeps coming is not cut', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'a partial answer', stall: true }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_TIMEOUT_SECONDS: '1' });
+  const { a, keys } = await modulesCast(app);
+  const started = Date.now();
+  assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi')), 504, 'ai_provider_timeout');
+  assert.ok(Date.now() - started < 3000, `answered after ${Date.now() - started} ms`);
+
+  const streamed = Date.now();
+  const res = await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi', { stream: true }));
+  assert.ok(Date.now() - streamed < 3000, `answered after ${Date.now() - streamed} ms`);
+  const events = sseEvents(res.body);
+  assert.equal(events[0]!.event, 'delta', 'the part sent before the stall was streamed');
+  const last = events.at(-1)!;
+  assert.equal(last.event, 'error');
+  assert.equal(last.data.code, 'ai_provider_timeout');
+  assert.equal(last.data.status, 504);
+  assert.equal((await balance(app, a.companyId)).available, 2000);
+  assert.equal(await heldHolds(app), 0);
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from chat_messages'))[0]!.n, 0);
+  await assertLedgerAddsUp(app);
+
+  // A stream is bounded by the provider's silence, not its length: a reply longer than the time-out streams to its end while its chunks keep coming.
+  const words = Array.from({ length: 8 }, (_, i) => `w${i}`).join(' ');
+  fake.respond(() => ({ content: words, chunkDelayMs: 300 }));
+  const long = Date.now();
+  const streamedLong = sseEvents((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('talk', { stream: true }))).body);
+  assert.ok(Date.now() - long > 2000, 'the whole reply took longer than the time-out');
+  assert.equal(streamedLong.at(-1)!.event, 'done', JSON.stringify(streamedLong.at(-1)));
+  assert.equal(streamedLong.filter((e) => e.event === 'delta').map((e) => e.data.text).join(''), words);
+});
+
+test('AI_TIMEOUT_SECONDS bounds the whole call, the SDK\'s retries and their backoff included', async (t) => {
+  // Each attempt is answered at once; the SDK's wait before its retry (the Retry-After the provider asks for) would pass the time-out.
+  const fake = await fakeOpenAi(t, () => ({ status: 429, headers: { 'retry-after': '30' } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_TIMEOUT_SECONDS: '1', AI_MAX_RETRIES: '2' });
+  const { a, keys } = await modulesCast(app);
+  let started = Date.now();
+  assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi')), 504, 'ai_provider_timeout');
+  assert.ok(Date.now() - started < 2500, `answered after ${Date.now() - started} ms`);
+  assert.equal(fake.seen.length, 1, 'the retry waits for Retry-After, past the time-out');
+
+  started = Date.now();
+  const streamed = sseEvents((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi', { stream: true }))).body).at(-1)!;
+  assert.ok(Date.now() - started < 2500, `answered after ${Date.now() - started} ms`);
+  assert.deepEqual([streamed.event, streamed.data.code], ['error', 'ai_provider_timeout']);
+
+  // The SDK times out each attempt's wait for headers and retries it: three attempts, not one, would fit the old wait.
+  fake.respond(() => ({ content: 'late', delayMs: 1500 }));
+  started = Date.now();
+  assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi')), 504, 'ai_provider_timeout');
+  assert.ok(Date.now() - started < 2500, `answered after ${Date.now() - started} ms`);
+  assert.equal((await balance(app, a.companyId)).available, 2000);
+  assert.equal(await heldHolds(app), 0);
+});
+
+test('a usage report that makes no sense (negative, fractional, past any context) is charged by the estimate: 200, the hold settled', async (t) => {
+  let usage = { prompt: -100_000, completion: 5 };
+  const fake = await fakeOpenAi(t, () => ({ content: 'fine', usage }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  for (const report of [{ prompt: -100_000, completion: 5 }, { prompt: 1.5, completion: 5 }, { prompt: 5, completion: 1e15 }]) {
+    usage = report;
+    for (const [path, body] of [
+      ['/v1/chat', ask('hi')],
+      ['/v1/agent/run', { task: 'hi' }],
+      ['/v1/studio/process', { text: 'hallo wereld' }],
+    ] as const) {
+      const res = await call(app, keys.ownerA.key, 'POST', path, body);
+      assert.equal(res.statusCode, 200, `${path} ${JSON.stringify(report)}: ${res.body}`);
+      assert.ok(res.json().tokens > 0 && res.json().tokens < 1000, `${path}: estimated ${res.json().tokens} tokens`);
+      assert.equal(res.json().credits_used, 1);
+    }
+  }
+  assert.equal(await heldHolds(app), 0);
+  assert.equal((await balance(app, a.companyId)).available, 2000 - 9);
+  const records = await sql<{ tokens: number }>(app, 'select tokens from usage_records');
+  assert.ok(records.every((r) => r.tokens > 0 && r.tokens < 1000), JSON.stringify(records));
+  await assertLedgerAddsUp(app);
+});
+
+test('a commit that fails after the call succeeded releases the hold and answers 500 internal_error, never a 422 of a field the caller did not send; no turn is stored', async (t) => {
+  const fake = await fakeOpenAi(t);
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  const ledger = app.domains.billing.ledger;
+  const commit = ledger.commit.bind(ledger);
+  // The ledger refusing the usage, then a database failure: either way the call's work is done and its settlement is not.
+  const failures = [() => AppError.validation([{ loc: ['credits'], msg: 'must be an integer from 0 to 1000000000', type: 'range' }]), () => new Error('SQLITE_IOERR: disk I/O error')];
+  let next: (() => Error) | undefined;
+  ledger.commit = async (...args: Parameters<typeof ledger.commit>) => {
+    const failure = next;
+    next = undefined;
+    if (failure) throw failure();
+    return commit(...args);
+  };
+  for (const failure of failures) {
+    next = failure;
+    assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi')), 500, 'internal_error');
+    next = failure;
+    assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/agent/run', { task: 'hi' }), 500, 'internal_error');
+    next = failure;
+    const streamed = sseEvents((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi', { stream: true }))).body).at(-1)!;
+    assert.deepEqual([streamed.event, streamed.data.code, streamed.data.status], ['error', 'internal_error', 500]);
+  }
+  assert.equal(await heldHolds(app), 0);
+  assert.equal((await balance(app, a.companyId)).available, 2000);
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from chat_messages'))[0]!.n, 0);
+  // The next call settles as ever.
+  assert.equal((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi'))).statusCode, 200);
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from chat_messages'))[0]!.n, 2);
+  await assertLedgerAddsUp(app);
+});
+
 test('tokens are estimated when the provider sends no usage', async (t) => {
   const fake = await fakeOpenAi(t, () => ({ content: 'x'.repeat(4000), usage: false }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
@@ -350,6 +465,43 @@ test('a stream that fails after it started ends with an error event and closes; 
   assert.equal((await balance(app, a.companyId)).available, 2000);
   // A refusal before the stream starts is a plain problem document.
   assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi', { stream: true, model: 'nope' })), 404, 'model_not_found');
+});
+
+test('a streamed call answered without an event stream (an HTML page, a JSON completion) or without any choice ends in an error event 502: nothing spent, no turn stored', async (t) => {
+  const fake = await fakeOpenAi(t);
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  for (const reply of [
+    { page: { contentType: 'text/html', body: '<html><body>502 Bad Gateway (proxy)</body></html>' } },
+    { ignoreStream: true, content: 'A full answer the client would never see', usage: { prompt: 400, completion: 600 } },
+    { noChoice: true, usage: { prompt: 400, completion: 600 } },
+  ]) {
+    fake.respond(() => reply);
+    const res = await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hello', { stream: true }));
+    const events = sseEvents(res.body);
+    assert.equal(events.length, 1, `${JSON.stringify(reply)}: ${res.body}`);
+    assert.deepEqual([events[0]!.event, events[0]!.data.code, events[0]!.data.status], ['error', 'ai_provider_error', 502]);
+  }
+  assert.equal((await balance(app, a.companyId)).available, 2000);
+  assert.equal(await heldHolds(app), 0);
+  assert.equal((await sql<{ n: number }>(app, 'select count(*) as n from chat_messages'))[0]!.n, 0);
+});
+
+test('a completion without a choice (choices: []) is 502 ai_provider_error and spends nothing; a choice whose content is empty is still a reply', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ noChoice: true, usage: { prompt: 400, completion: 600 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { a, keys } = await modulesCast(app);
+  assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi')), 502, 'ai_provider_error');
+  assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/studio/process', { text: 'hallo wereld' }), 502, 'ai_provider_error');
+  assert.equal((await balance(app, a.companyId)).available, 2000);
+  assert.equal(await heldHolds(app), 0);
+
+  fake.respond(() => ({ content: '' }));
+  const empty = await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('say nothing'));
+  assert.equal(empty.statusCode, 200, empty.body);
+  assert.equal(empty.json().response, '');
+  const streamed = sseEvents((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('say nothing', { stream: true }))).body);
+  assert.equal(streamed.at(-1)!.event, 'done');
 });
 
 async function listening(t: TestContext, env: Record<string, string>) {

@@ -16,6 +16,7 @@ import { fakeOpenAi } from './fake-ai';
 import { assertLedgerAddsUp } from './ledger-helper';
 import { makeCsv, makePng, makeXlsx, makeZipBomb, multipartForm, withHiddenEntry, withSmuggledEntry } from './fixtures/document-files';
 import { inContext } from '../src/boot';
+import { AppError } from '../src/errors/catalog';
 import { DEFAULT_EXTRACT_LIMITS, zipEntries } from '../src/domains/documents';
 
 const FIELDS = { input_column: 'review', prompt_template: 'Classify the sentiment of: {text}' };
@@ -344,6 +345,80 @@ test('a row the provider keeps failing fails alone (retried first), its hold ret
   assert.match(row!.error, /^ai_provider_error/);
   assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
   await assertLedgerAddsUp(app);
+});
+
+test('a row whose provider stalls after its headers fails with ai_provider_timeout within AI_TIMEOUT_SECONDS per try, its hold returned', async (t) => {
+  const fake = await fakeOpenAi(t, (request) => (request.messages.at(-1)!.content!.includes('stuck') ? { content: 'never ends', stall: true } : { content: 'fine', usage: { prompt: 10, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_TIMEOUT_SECONDS: '1' }, { bulk: { concurrency: 2, rowAttempts: 2, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { keys } = await modulesCast(app);
+  const started = Date.now();
+  const res = await submit(app, keys.ownerA.key, makeCsv([['review'], ['good'], ['stuck'], ['good too']]), 'r.csv');
+  const status = await finished(app, keys.ownerA.key, res.json().job_id);
+  assert.ok(Date.now() - started < 6000, `the job took ${Date.now() - started} ms`);
+  assert.deepEqual([status.status, status.rows_completed, status.rows_failed], ['completed', 2, 1]);
+  const [row] = await sql<{ error: string }>(app, "select error from bulk_rows where status = 'failed'");
+  assert.match(row!.error, /^ai_provider_timeout/);
+  assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
+  await assertLedgerAddsUp(app);
+});
+
+test('a row whose result and credits fail to commit fails as the server\'s fault, charged nothing, its hold returned, without calling the provider again', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'fine', usage: { prompt: 10, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 1, rowAttempts: 3, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { keys } = await modulesCast(app);
+  const ledger = app.domains.billing.ledger;
+  const commit = ledger.commit.bind(ledger);
+  let failed = false;
+  ledger.commit = async (...args: Parameters<typeof ledger.commit>) => {
+    if (!failed) {
+      failed = true;
+      throw AppError.validation([{ loc: ['credits'], msg: 'must be an integer from 0 to 1000000000', type: 'range' }]);
+    }
+    return commit(...args);
+  };
+  const res = await submit(app, keys.ownerA.key, makeCsv([['review'], ['first'], ['second']]), 'r.csv');
+  const status = await finished(app, keys.ownerA.key, res.json().job_id);
+  assert.deepEqual([status.status, status.rows_completed, status.rows_failed, status.credits_used], ['completed', 1, 1, 1]);
+  assert.equal(fake.seen.length, 2, 'each row asked the model once');
+  const [row] = await sql<{ error: string; credits: number }>(app, "select error, credits from bulk_rows where status = 'failed'");
+  assert.match(row!.error, /^internal_error/);
+  assert.equal(row!.credits, 0);
+  assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
+  await assertLedgerAddsUp(app);
+});
+
+test('bulk form fields at their published maxLength in emoji are taken: lengths count characters (code points), as the form\'s schema does', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const column = '\u{1F600}'.repeat(255);
+  const template = `${'\u{1F600}'.repeat(7994)}{text}`;
+  const res = await submit(app, keys.ownerA.key, makeCsv([[column], ['a row']]), 'r.csv', { input_column: column, prompt_template: template, output_column: '\u{1F4DD}'.repeat(255) });
+  assert.equal(res.statusCode, 202, res.body);
+});
+
+test('a bulk model past 100 characters is 422 at model on both doors and over GraphQL, and no detail echoes more of a model name than that', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys, tokens } = await modulesCast(app);
+  for (const [key, url] of [[keys.ownerA.key, '/v1/bulk/submit'], [tokens.ownerA, '/v1/bulk/jobs']] as const) {
+    for (const model of ['m'.repeat(101), 'm'.repeat(20_000)]) {
+      const res = await submit(app, key, makeCsv(ROWS), 'r.csv', { ...FIELDS, model }, url);
+      assertCode(res, 422, 'validation_error');
+      assert.deepEqual(res.json().errors.map((e: { loc: string[] }) => e.loc), [['body', 'model']]);
+      assert.ok(res.body.length < 1000, `${url}: ${res.body.length} characters answered`);
+    }
+  }
+  const gqlRes = await gql(app, tokens.ownerA, 'mutation($i: BulkCsvInput!) { submitBulkJob(input: $i) { id } }', {
+    i: { csv: 'review\nx\n', inputColumn: 'review', promptTemplate: '{text}', model: 'm'.repeat(101) },
+  });
+  assert.equal(gqlRes.errors?.[0]?.extensions?.code, 'validation_error', JSON.stringify(gqlRes));
+  assert.deepEqual((gqlRes.errors![0]!.extensions as unknown as { errors: { loc: string[] }[] }).errors.map((e) => e.loc), [['input', 'model']]);
+  // A name within the bound is still answered by its catalog check, and a detail names at most 100 characters of any name.
+  assertCode(await submit(app, keys.ownerA.key, makeCsv(ROWS), 'r.csv', { ...FIELDS, model: 'nope' }), 404, 'model_not_found');
+  assert.throws(() => app.domains.catalog.models.resolve('m'.repeat(20_000)), (error: Error) => error.message.length < 200);
+  assert.equal(fake.seen.length, 0);
+  assert.deepEqual(uploads(app), []);
 });
 
 test('NDJSON rows: the stream follows a running job in row order and ends with it; ?after=N resumes after row N', async (t) => {

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 /** Whatever can run clean-up after a test (node:test's TestContext, or a bench's own list). */
 type Cleanup = { after: (fn: () => unknown) => void };
 
@@ -26,6 +26,16 @@ export interface FakeReply {
   delayMs?: number;
   /** Streaming: wait between chunks (ms). */
   chunkDelayMs?: number;
+  /** Send the headers and the start of the body (a stream's first chunks), then nothing more: a provider that stalls mid-answer. */
+  stall?: boolean;
+  /** Headers of an error reply (`status`), such as Retry-After. */
+  headers?: Record<string, string>;
+  /** Answer 200 with this body instead (a proxy's error page). */
+  page?: { contentType: string; body: string };
+  /** Answer a streamed request with a plain JSON completion, as a server that ignores `stream` does. */
+  ignoreStream?: boolean;
+  /** A completion with `choices: []` (streamed: no chunk with a choice, only the usage). */
+  noChoice?: boolean;
 }
 
 type Responder = (request: SeenRequest, index: number) => FakeReply;
@@ -39,6 +49,7 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
   const seen: SeenRequest[] = [];
   let respond = responder;
   const closed: string[] = [];
+  const sockets = new Set<Socket>();
   const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (chunk) => (raw += chunk));
@@ -52,8 +63,13 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
       const reply = respond(request, seen.length - 1);
       if (reply.delayMs) await sleep(reply.delayMs);
       if (reply.status) {
-        res.writeHead(reply.status, { 'content-type': 'application/json' });
+        res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
         res.end(JSON.stringify({ error: { message: `fake error ${reply.status}`, type: 'server_error', code: null } }));
+        return;
+      }
+      if (reply.page) {
+        res.writeHead(200, { 'content-type': reply.page.contentType });
+        res.end(reply.page.body);
         return;
       }
       const content = reply.content ?? '';
@@ -62,7 +78,12 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
       const usage = reply.usage === false ? undefined : { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
       const id = `chatcmpl-${seen.length}`;
       const created = Math.floor(Date.now() / 1000);
-      if (!request.stream) {
+      if (!request.stream && reply.stall) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write(`{"id":"${id}","object":"chat.completion","created":${created},`);
+        return;
+      }
+      if (!request.stream || reply.ignoreStream) {
         const toolCalls = reply.toolCalls?.map((c, i) => ({ id: `call_${seen.length}_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(
@@ -71,13 +92,15 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
             object: 'chat.completion',
             created,
             model: request.model,
-            choices: [
-              {
-                index: 0,
-                message: { role: 'assistant', content: toolCalls?.length ? null : content, ...(toolCalls?.length ? { tool_calls: toolCalls } : {}) },
-                finish_reason: toolCalls?.length ? 'tool_calls' : 'stop',
-              },
-            ],
+            choices: reply.noChoice
+              ? []
+              : [
+                  {
+                    index: 0,
+                    message: { role: 'assistant', content: toolCalls?.length ? null : content, ...(toolCalls?.length ? { tool_calls: toolCalls } : {}) },
+                    finish_reason: toolCalls?.length ? 'tool_calls' : 'stop',
+                  },
+                ],
             ...(usage ? { usage } : {}),
           }),
         );
@@ -89,22 +112,31 @@ export async function fakeOpenAi(t: Cleanup, responder: Responder = echo) {
       });
       const chunk = (delta: object, finish: string | null = null, extra: object = {}) =>
         `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: request.model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
-      res.write(chunk({ role: 'assistant', content: '' }));
-      for (const piece of content.match(/\S+\s*/g) ?? []) {
+      if (!reply.noChoice) res.write(chunk({ role: 'assistant', content: '' }));
+      for (const piece of reply.noChoice ? [] : (content.match(/\S+\s*/g) ?? [])) {
         if (res.destroyed) return;
         if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
         if (res.destroyed) return;
         res.write(chunk({ content: piece }));
+        if (reply.stall) return;
       }
-      res.write(chunk({}, 'stop'));
+      if (!reply.noChoice) res.write(chunk({}, 'stop'));
       if (usage && request.stream_options?.include_usage) {
         res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: request.model, choices: [], usage })}\n\n`);
       }
       res.end('data: [DONE]\n\n');
     });
   });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  // A stalled answer never ends: its connection is cut, or close would wait for it.
+  t.after(() => new Promise<void>((resolve) => {
+    for (const socket of sockets) socket.destroy();
+    server.close(() => resolve());
+  }));
   server.unref();
   const { port } = server.address() as AddressInfo;
   return {

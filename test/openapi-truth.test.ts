@@ -6,6 +6,7 @@ import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { bearer, build, createCompanyKey, login, seedOwner, seedUser } from './helper';
 import { moduleKey } from './ai-helper';
+import { cast } from './admin-helper';
 import { MAX_WAITING } from '../subgraphs/policy/scheduler';
 
 /**
@@ -254,4 +255,41 @@ test('request and response schemas the spec names are components, referenced by 
   assert.equal(doc.paths['/health'].get.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/HealthResponse');
   assert.equal(doc.paths['/models'].get.responses['200'].content['application/json'].schema.items.$ref, '#/components/schemas/ModelItem');
   assert.ok(doc.components.schemas.ModelItem.properties.display_name);
+});
+
+test('a text as long as its published maxLength passes the service too, in emoji: lengths count characters (code points), as JSON Schema does', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const token = c.tokens.ownerA;
+  const key = (await moduleKey(app, token)).key;
+  // U+1F600: one character, two UTF-16 units.
+  const text = (n: number) => '\u{1F600}'.repeat(n);
+  const cases: [string, InjectOptions['method'], string, string, Record<string, unknown> | undefined, string[]][] = [
+    ['an AI-modules key', 'POST', '/v1/chat', key, { message: text(32_000), agent: 'general', session_id: text(128) }, ['body.message', 'body.session_id']],
+    ['an AI-modules key', 'POST', '/v1/agent/run', key, { task: text(8000) }, ['body.task']],
+    ['an AI-modules key', 'POST', '/v1/studio/process', key, { text: text(20_000) }, ['body.text']],
+    ['an AI-modules key', 'POST', '/v1/studio/detect', key, { text: text(20_000) }, ['body.text']],
+    ['an AI-modules key', 'POST', '/v1/rag/query', key, { query: text(2000) }, ['body.query']],
+    ['an AI-modules key', 'POST', '/v1/research/start', key, { query: text(2000) }, ['body.query']],
+    ['an access token', 'POST', '/v1/apikeys', token, { name: text(200) }, ['body.name']],
+    ['an access token', 'POST', '/v1/admin/api-keys', token, { name: text(200) }, ['body.name']],
+    ['an access token', 'PATCH', `/v1/admin/companies/${c.a.companyId}`, token, { name: text(200) }, ['body.name']],
+    ['an access token', 'PATCH', `/v1/admin/users/${c.memberA.userId}`, token, { name: text(200) }, ['body.name']],
+    ['an access token', 'POST', `/v1/admin/users/${c.memberA.userId}/suspend`, token, { reason: text(500) }, ['body.reason']],
+    ['an access token', 'PATCH', '/v1/admin/connectors/google_drive', token, { client_id: text(256), client_secret: text(1024) }, ['body.client_id', 'body.client_secret']],
+    ['a superadmin', 'POST', `/v1/admin/companies/${c.b.companyId}/credits/grant`, c.tokens.superadmin, { credits: 1, reason: text(500) }, ['body.reason']],
+    ['a superadmin', 'PATCH', '/v1/admin/models/gpt-4o-mini', c.tokens.superadmin, { display_name: text(200), family: text(64), provider: text(64) }, ['body.display_name', 'body.family', 'body.provider']],
+    ['no credential', 'POST', '/v1/invitations/accept', '', { token: 'x', password: text(1024), name: text(200) }, ['body.password', 'body.name']],
+    ['no credential', 'POST', '/v1/auth/password-reset/confirm', '', { token: 'x', new_password: text(1024) }, ['body.new_password']],
+    ['no credential', 'GET', `/v1/docs-feedback?page=${encodeURIComponent(text(500))}&comment=${encodeURIComponent(text(2000))}`, '', undefined, ['query.page', 'query.comment']],
+  ];
+  const refused: string[] = [];
+  for (const [who, method, url, credential, payload, members] of cases) {
+    const res = await app.inject({ method, url, headers: credential ? bearer(credential) : {}, ...(payload ? { payload } : {}) });
+    const issues = res.statusCode === 422 ? ((res.json() as { errors?: { loc: (string | number)[]; msg: string }[] }).errors ?? []) : [];
+    for (const issue of issues) {
+      if (members.includes(issue.loc.join('.'))) refused.push(`${method} ${url.split('?')[0]} (${who}): ${issue.loc.join('.')} ${issue.msg}`);
+    }
+  }
+  assert.deepEqual(refused, []);
 });

@@ -183,6 +183,22 @@ test('a research job that fails returns its credits: status failed with the erro
   await assertLedgerAddsUp(app);
 });
 
+test('a research step whose provider stalls after its headers ends at AI_TIMEOUT_SECONDS: the job fails with ai_provider_timeout and its credits return', async (t) => {
+  const jobs = { pollMs: 1000, concurrency: 2, leaseSeconds: 60, maxAttempts: 1, retryBaseSeconds: 1, retryMaxSeconds: 1, keepDoneSeconds: 86400 };
+  const { app, fake } = await setup(t, { AI_TIMEOUT_SECONDS: '1' }, {}, { jobs });
+  fake.respond(() => ({ content: '{"queries": ["a", "b", "c"]}', stall: true }));
+  const { a, keys } = await modulesCast(app);
+  const id = (await call(app, keys.ownerA.key, 'POST', '/v1/research/start', { query: 'q' })).json().job_id as string;
+  const started = Date.now();
+  await app.kernel.worker.drain();
+  assert.ok(Date.now() - started < 4000, `the step took ${Date.now() - started} ms`);
+  const status = (await call(app, keys.ownerA.key, 'GET', `/v1/research/status/${id}`)).json();
+  assert.equal(status.status, 'failed');
+  assert.match(status.error, /^ai_provider_timeout/);
+  assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000);
+  assert.equal(await held(app), 0);
+});
+
 test('a provider that refuses the request itself (400) fails the research at once, not after every retry, and the job shows when it started', async (t) => {
   const { app, fake } = await setup(t, {}, { failOn: 'plan', failStatus: 400 });
   const { a, keys } = await modulesCast(app);

@@ -8,6 +8,7 @@ import { AppError } from '../../src/errors/catalog';
 import { problemBody } from '../../src/host/problem';
 import { isAppError } from '../../src/errors/catalog';
 import { COLUMN_NAME_MAX, PROMPT_TEMPLATE_MAX, TABLE_MIME, type BulkJobView, type BulkRowView, type TableKind } from '../../src/domains/bulk';
+import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import { jobIdAnswer } from '../schemas';
 import { uploadFailure } from '../multipart';
 
@@ -39,7 +40,8 @@ async function readUpload(request: FastifyRequest): Promise<{ path: string; file
   let filename: string | null = null;
   const tooLarge = () => new AppError('payload_too_large', `The file is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB, or the form has too many parts`);
   try {
-    for await (const part of request.parts({ limits: { fileSize: limits.maxBytes, files: 1, fields: 8, parts: 9, fieldSize: 16 * 1024 } })) {
+    // A field's limit is in bytes: room for its longest allowed text in UTF-8 (up to four bytes a character).
+    for await (const part of request.parts({ limits: { fileSize: limits.maxBytes, files: 1, fields: 8, parts: 9, fieldSize: 4 * PROMPT_TEMPLATE_MAX + 1024 } })) {
       if (part.type === 'file') {
         if (part.fieldname !== 'file') {
           part.file.resume();
@@ -49,6 +51,8 @@ async function readUpload(request: FastifyRequest): Promise<{ path: string; file
         await pipeline(part.file, fs.createWriteStream(target, { mode: 0o600 }));
         if (part.file.truncated) throw tooLarge();
       } else if ((FIELDS as readonly string[]).includes(part.fieldname)) {
+        // Cut short by the limit: refused rather than used as cut (a template would lose its end).
+        if (part.valueTruncated) throw AppError.validation([{ loc: ['body', part.fieldname], msg: 'too long', type: 'string_too_long' }]);
         fields[part.fieldname as (typeof FIELDS)[number]] = String(part.value);
       }
     }
@@ -187,7 +191,7 @@ function bulkForm(file: string) {
         default: 'AI_Result',
         description: 'The result column the file gains (beside it <output_column>_error); a column the file already has is 422',
       },
-      model: { type: 'string', description: 'A catalog model id or a model family (default: the configured default model)' },
+      model: { type: 'string', maxLength: MODEL_NAME_MAX, description: 'A catalog model id or a model family (default: the configured default model)' },
     },
   };
 }

@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { body, member, type RestRoute } from '../route';
+import { PROVIDER_TIMEOUT } from '../schemas';
+import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import { problemBody } from '../../src/host/problem';
 import { AppError, isAppError } from '../../src/errors/catalog';
 import { CHAT_MESSAGE_MAX, chatAgents, SESSION_ID_MAX, STUDIO_TEXT_MAX, type ChatReply } from '../../src/domains/ai';
@@ -75,7 +77,7 @@ async function chat(request: FastifyRequest, reply: FastifyReply) {
     if (!started) throw error;
     if (abort.signal.aborted) return;
     const problem = isAppError(error) ? error : new AppError('internal_error', 'The reply failed');
-    if (!isAppError(error)) request.log.error({ err: error }, 'chat stream failed');
+    if (problem.code === 'internal_error') request.log.error({ err: error }, 'chat stream failed');
     send('error', problemBody(problem, request, request.server.config.docsUrl));
   } finally {
     if (started) raw.end();
@@ -91,7 +93,7 @@ const chatRequest = {
     agent: { type: 'string', enum: [...chatAgents] },
     session_id: { type: 'string', minLength: 1, maxLength: SESSION_ID_MAX, description: "Reusing it keeps the conversation (per user)" },
     web_search: { type: 'boolean', default: false },
-    model: { type: 'string', minLength: 1, maxLength: 100, description: 'A catalog model id or a model family (gpt, claude, mistral, llama)' },
+    model: { type: 'string', minLength: 1, maxLength: MODEL_NAME_MAX, description: 'A catalog model id or a model family (gpt, claude, mistral, llama)' },
     stream: { type: 'boolean', default: false, description: 'Answer as Server-Sent Events: delta, then done or error' },
   },
 };
@@ -148,12 +150,14 @@ export const moduleRoutes: RestRoute[] = [
       `A reply from a persona (agent: ${chatAgents.join(', ')}), with the session's history, trimmed to the model's context. ` +
       'web_search puts search results into the context and answers them as sources (503 web_search_not_configured without ' +
       'WEB_SEARCH_URL). With "stream": true the answer is Server-Sent Events: delta {text}, then done {tokens, credits_used, ' +
-      `session_id, model} or error (a problem document), and the stream closes. Scope chat. ${COST} ${NO_PROVIDER} ${KEY}`,
+      `session_id, model} or error (a problem document), and the stream closes. A stream is bounded by the provider's silence, not ` +
+      'its length: no answer started, or no next piece of it, within AI_TIMEOUT_SECONDS ends it with error ai_provider_timeout. ' +
+      `Scope chat. ${COST} ${NO_PROVIDER} ${KEY}`,
     tag: 'AI modules',
     credential: 'module_key',
     auth: 'required',
     status: 200,
-    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the chat scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured or web_search_not_configured', 504: 'ai_provider_timeout' },
+    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the chat scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured or web_search_not_configured', 504: PROVIDER_TIMEOUT },
     request: { body: chatRequest },
     response: chatResponse,
     content: {
@@ -177,7 +181,7 @@ export const moduleRoutes: RestRoute[] = [
     tag: 'AI modules',
     credential: 'module_key',
     status: 200,
-    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the translate scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured', 504: 'ai_provider_timeout' },
+    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the translate scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured', 504: PROVIDER_TIMEOUT },
     field: 'studioProcess',
     args: { input: body() },
   },
@@ -195,7 +199,7 @@ export const moduleRoutes: RestRoute[] = [
     tag: 'AI modules',
     credential: 'module_key',
     status: 200,
-    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the agent scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured or web_search_not_configured', 504: 'ai_provider_timeout' },
+    problems: { 402: 'CREDIT_EXHAUSTED or BUDGET_EXHAUSTED', 403: 'insufficient_scope: the key lacks the agent scope', 404: 'model_not_found', 422: 'model_blocked, or a bad field', 502: 'ai_provider_error', 503: 'ai_provider_not_configured or web_search_not_configured', 504: PROVIDER_TIMEOUT },
     field: 'agentRun',
     args: { input: body() },
   },

@@ -3,6 +3,7 @@ import { body, path, type RestRoute } from '../route';
 import { AppError } from '../../src/errors/catalog';
 import { documentKinds } from '../../src/domains/documents';
 import { uploadFailure } from '../multipart';
+import { PROVIDER_TIMEOUT } from '../schemas';
 
 const KEY = 'Takes only an AI-modules key (Authorization: Bearer sk_live_svc_…) with the rag scope; any other credential is 401.';
 
@@ -137,7 +138,7 @@ export const ragRoutes: RestRoute[] = [
       404: "A doc_id that is not one of the caller's documents, or model_not_found",
       422: 'model_blocked, or a bad field',
       502: 'ai_provider_error',
-      504: 'ai_provider_timeout',
+      504: PROVIDER_TIMEOUT,
     },
     field: 'ragQuery',
     args: { input: body() },

@@ -2,7 +2,7 @@ import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resol
 import { Access } from '../policy/access';
 import { Rest, RestArgs, type RestHints } from '../rest';
 import { ModelFields } from '../shared/model';
-import { MODEL_ID_PATTERN } from '../../src/domains/catalog';
+import { MODEL_ID_PATTERN, MODEL_NAME_MAX } from '../../src/domains/catalog';
 import type { GraphQLContext } from '../context';
 import type { CatalogApi, ModelAdminService } from '../../src/domains/catalog';
 
@@ -100,7 +100,7 @@ export class ModelAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
-  @RestArgs({ id: { minLength: 1, maxLength: 100 } })
+  @RestArgs({ id: { minLength: 1, maxLength: MODEL_NAME_MAX } })
   @Mutation(() => AdminModelType, {
     description: 'Changes a catalog model (blocked: true hides and refuses it at once); platform superadmins only. Audited model.updated.',
   })

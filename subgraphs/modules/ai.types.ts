@@ -1,6 +1,7 @@
 import { Field, InputType, Int, ObjectType } from 'type-graphql';
 import { Rest } from '../rest';
 import { moduleScopes } from '../../src/auth/principal';
+import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import { AGENT_TASK_MAX, agentTools, CHAT_MESSAGE_MAX, chatAgents, SESSION_ID_MAX, STUDIO_TEXT_MAX, studioModes } from '../../src/domains/ai';
 
 @ObjectType('ApiKeyVerification', { description: 'What the presented AI-modules key is' })
@@ -58,7 +59,7 @@ export class ChatInput {
   @Field(() => Boolean, { nullable: true, defaultValue: false, description: 'Search the web and put the results into the context (needs WEB_SEARCH_URL)' })
   webSearch?: boolean | null;
 
-  @Rest({ minLength: 1, maxLength: 100 })
+  @Rest({ minLength: 1, maxLength: MODEL_NAME_MAX })
   @Field(() => String, { nullable: true, description: 'A catalog model id or a model family (gpt, claude, mistral, llama: its default model)' })
   model?: string | null;
 }
@@ -138,7 +139,7 @@ export class StudioInput {
   @Field(() => String, { nullable: true, defaultValue: 'translate', description: `${studioModes.join(', ')} (default translate)` })
   mode?: string | null;
 
-  @Rest({ minLength: 1, maxLength: 100 })
+  @Rest({ minLength: 1, maxLength: MODEL_NAME_MAX })
   @Field(() => String, { nullable: true, description: 'A catalog model id or a model family' })
   model?: string | null;
 }
@@ -200,7 +201,7 @@ export class AgentRunInput {
   @Field(() => [String], { nullable: true, description: `The tools the model is offered: any of ${agentTools.join(', ')} (none when omitted)` })
   tools?: string[] | null;
 
-  @Rest({ minLength: 1, maxLength: 100 })
+  @Rest({ minLength: 1, maxLength: MODEL_NAME_MAX })
   @Field(() => String, { nullable: true, description: 'A catalog model id or a model family' })
   model?: string | null;
 }

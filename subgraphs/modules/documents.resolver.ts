@@ -2,6 +2,7 @@ import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resol
 import { Access } from '../policy/access';
 import { Rest, RestArgs, UUID } from '../rest';
 import { documentKinds, RAG_DOC_IDS_MAX, RAG_QUERY_MAX, type DocumentsApi, type DocumentsService } from '../../src/domains/documents';
+import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import type { GraphQLContext } from '../context';
 
 @ObjectType('Document', { description: "One of the caller's uploaded documents (its text is indexed; the file is not kept)" })
@@ -43,7 +44,7 @@ export class RagQueryInput {
   @Field(() => [ID], { nullable: true, description: "Search only these of the caller's documents (all when omitted); another user's is 404" })
   docIds?: string[] | null;
 
-  @Rest({ minLength: 1, maxLength: 100 })
+  @Rest({ minLength: 1, maxLength: MODEL_NAME_MAX })
   @Field(() => String, { nullable: true, description: 'A catalog model id or a model family' })
   model?: string | null;
 }

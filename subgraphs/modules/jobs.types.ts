@@ -3,6 +3,7 @@ import { Rest } from '../rest';
 import { PageType } from '../page';
 import { jobStates, RESEARCH_DEPTHS, RESEARCH_QUERY_MAX, researchDepths, researchLanguages, researchPhases } from '../../src/domains/research';
 import { COLUMN_NAME_MAX, PROMPT_TEMPLATE_MAX, tableKinds } from '../../src/domains/bulk';
+import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 
 const STATES = `${jobStates.join(', ')}`;
 const DEPTHS = researchDepths.map((d) => `${d}: ${RESEARCH_DEPTHS[d].credits} credits, ${RESEARCH_DEPTHS[d].questions} sub-questions, up to ${RESEARCH_DEPTHS[d].sources} pages read`).join('; ');
@@ -195,6 +196,7 @@ export class BulkCsvInput {
   @Field(() => String, { nullable: true, description: 'Default AI_Result' })
   outputColumn?: string | null;
 
+  @Rest({ maxLength: MODEL_NAME_MAX })
   @Field(() => String, { nullable: true, description: 'A catalog model id or a model family' })
   model?: string | null;
 }

@@ -1,4 +1,5 @@
 import { AppError, isAppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { requireModuleCaller } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import type { CatalogService } from '../catalog';
@@ -104,7 +105,7 @@ export class AgentService {
     const caller = requireModuleCaller(principal, 'agent');
     const issues: ValidationIssue[] = [];
     if (!input.task.trim()) issues.push({ loc: ['body', 'task'], msg: 'must not be empty', type: 'string_too_short' });
-    if (input.task.length > AGENT_TASK_MAX) issues.push({ loc: ['body', 'task'], msg: `at most ${AGENT_TASK_MAX} characters`, type: 'string_too_long' });
+    if (textLength(input.task) > AGENT_TASK_MAX) issues.push({ loc: ['body', 'task'], msg: `at most ${AGENT_TASK_MAX} characters`, type: 'string_too_long' });
     const tools = [...new Set(input.tools ?? [])];
     tools.forEach((tool, i) => {
       if (!(agentTools as readonly string[]).includes(tool)) issues.push({ loc: ['body', 'tools', i], msg: `must be one of ${agentTools.join(', ')}`, type: 'enum' });

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { ReadStore } from '../../db/read-store';
-import type { SqliteWriter } from '../../db/sqlite-writer';
 import { AppError } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { requireModuleCaller, type ModuleCaller } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
+import type { AlongsideWrite } from '../billing';
 import type { CatalogService, ModelView } from '../catalog';
 import type { AiConfig } from './config';
 import { creditsFor, type ModuleCredits } from './credits';
@@ -64,10 +65,9 @@ export class ChatService {
   private readonly histories = new ChatHistoryCache(HISTORY_TURNS_MAX);
 
   constructor(
-    // History is read and written with prepared statements (the read store, the writer): through the
-    // ORM they cost about 6 ms of a chat call's overhead (bench/README.md).
+    // History is read and written with prepared statements (the read store; the write in its credits'
+    // commit): through the ORM they cost about 6 ms of a chat call's overhead (bench/README.md).
     private readonly reads: ReadStore,
-    private readonly writer: SqliteWriter,
     private readonly config: AiConfig,
     private readonly engine: AiEngine,
     private readonly search: WebSearch,
@@ -81,9 +81,9 @@ export class ChatService {
     const caller = requireModuleCaller(principal, 'chat');
     const issues = [];
     if (!input.message.trim()) issues.push({ loc: ['body', 'message'], msg: 'must not be empty', type: 'string_too_short' });
-    if (input.message.length > CHAT_MESSAGE_MAX) issues.push({ loc: ['body', 'message'], msg: `at most ${CHAT_MESSAGE_MAX} characters`, type: 'string_too_long' });
+    if (textLength(input.message) > CHAT_MESSAGE_MAX) issues.push({ loc: ['body', 'message'], msg: `at most ${CHAT_MESSAGE_MAX} characters`, type: 'string_too_long' });
     if (!(chatAgents as readonly string[]).includes(input.agent)) issues.push({ loc: ['body', 'agent'], msg: `must be one of ${chatAgents.join(', ')}`, type: 'enum' });
-    if (!input.sessionId.trim() || input.sessionId.length > SESSION_ID_MAX || /\p{Cc}/u.test(input.sessionId)) {
+    if (!input.sessionId.trim() || textLength(input.sessionId) > SESSION_ID_MAX || /\p{Cc}/u.test(input.sessionId)) {
       issues.push({ loc: ['body', 'session_id'], msg: `1 to ${SESSION_ID_MAX} characters, no control characters`, type: 'string_length' });
     }
     if (issues.length) throw AppError.validation(issues);
@@ -171,10 +171,9 @@ export class ChatService {
     );
   }
 
-  /** Stores a finished exchange in the user's session (created on its first exchange), in one transaction. */
-  private async remember(caller: ModuleCaller, key: string, agent: ChatAgent, turns: Turn[]): Promise<void> {
-    const now = Date.now();
-    await this.writer.write((sql) => {
+  /** The write that stores a finished exchange in the user's session (created on its first exchange): made in its credits' commit. */
+  private remember(caller: ModuleCaller, key: string, agent: ChatAgent, turns: Turn[]): AlongsideWrite {
+    return (sql, now) => {
       const existing = sql.get<{ id: string; revision: number }>('select id, revision from chat_sessions where user_id = ? and key = ?', caller.userId, key);
       const sessionId = existing?.id ?? randomUUID();
       const from = existing?.revision ?? 0;
@@ -201,6 +200,6 @@ export class ChatService {
         sql.run('insert into chat_messages (id, session_id, role, content, tokens, created_at) values (?, ?, ?, ?, ?, ?)', randomUUID(), sessionId, turn.role, turn.content, turn.tokens, at + i),
       );
       sql.afterCommit(() => this.histories.appended(sessionId, from, from + 1, [...turns].reverse()));
-    });
+    };
   }
 }

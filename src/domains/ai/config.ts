@@ -14,7 +14,7 @@ export interface AiConfig {
   modelMap: ReadonlyMap<string, string>;
   /** The model used when a request names none (a catalog id or a family). */
   defaultModel: string;
-  /** Per provider call, in ms (AI_TIMEOUT_SECONDS, 60). */
+  /** Per provider call, retries and body included; for a stream, per wait for its next chunk. In ms (AI_TIMEOUT_SECONDS, 60). */
   timeoutMs: number;
   /** Retries of a provider call on 429, 5xx and connection errors, with backoff (AI_MAX_RETRIES, 2). */
   maxRetries: number;

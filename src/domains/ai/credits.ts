@@ -65,7 +65,9 @@ export class ModuleCredits {
   /**
    * Runs `work` under a hold of `credits`: commits what it reports used, or
    * releases the whole hold when it throws (a partial use it reports on the
-   * way out, a client that went away, is committed instead).
+   * way out, a client that went away, is committed instead). A commit that
+   * fails after the work succeeded releases the hold too and is the
+   * server's failure (500, logged by the host), never the caller's 422.
    *
    * `hold.key` names the request (`chat:<request id>`); each call adds its
    * own nonce to it. A request id may come from the client (X-Request-Id),
@@ -77,8 +79,8 @@ export class ModuleCredits {
     caller: ModuleCaller,
     hold: { credits: number; key: string; feature: string; model: ModelView },
     work: (held: Hold) => Promise<{ value: T; tokens: number; credits: number }>,
-    /** A write of the caller's that belongs with a successful call (a chat's history), made beside the commit. */
-    alongside?: (value: T) => Promise<void>,
+    /** A write of the caller's that belongs with a successful call (a chat's history): made in the commit's transaction, so one never stands without the other. */
+    alongside?: (value: T) => AlongsideWrite,
   ): Promise<{ value: T; creditsUsed: number; tokens: number }> {
     const held = await this.reserve(caller, { credits: hold.credits, key: `${hold.key}:${randomUUID()}`, feature: hold.feature, model: hold.model.id });
     let outcome: { value: T; tokens: number; credits: number };
@@ -86,15 +88,19 @@ export class ModuleCredits {
       outcome = await work(held);
     } catch (error) {
       const used = (error as { usedTokens?: number }).usedTokens;
-      if (used) await this.commit(held, { credits: creditsFor(used, hold.model), tokens: used, model: hold.model.id }).catch(() => this.release(held));
+      if (used) await this.commit(held, { credits: Math.min(creditsFor(used, hold.model), held.credits), tokens: used, model: hold.model.id }).catch(() => this.release(held));
       else await this.release(held);
       throw error;
     }
-    // Queued together, the commit and the caller's own write share one transaction (the writer's group commit).
-    const [creditsUsed] = await Promise.all([
-      this.commit(held, { credits: outcome.credits, tokens: outcome.tokens, model: hold.model.id }),
-      alongside?.(outcome.value),
-    ]);
+    let creditsUsed: number;
+    try {
+      // Never more than the hold (the ledger caps it too, but refuses a count past any write before it would).
+      creditsUsed = await this.commit(held, { credits: Math.min(outcome.credits, held.credits), tokens: outcome.tokens, model: hold.model.id }, alongside?.(outcome.value));
+    } catch (error) {
+      // The hold goes back now rather than at its expiry (CREDIT_HOLD_TIMEOUT_SECONDS), and nothing is charged.
+      await this.release(held);
+      throw new AppError('internal_error', 'The call succeeded but its credits could not be settled, so nothing was charged; try again', { cause: error });
+    }
     return { value: outcome.value, creditsUsed, tokens: outcome.tokens };
   }
 }

@@ -100,11 +100,74 @@ export function estimatePromptTokens(messages: readonly Message[]): number {
   return tokens;
 }
 
+/** The abort reason of the engine's own deadline, to tell it from the caller's abort. */
+class DeadlinePassed extends Error {
+  constructor() {
+    super('AI_TIMEOUT_SECONDS passed');
+  }
+}
+
+/**
+ * AI_TIMEOUT_SECONDS as the engine keeps it. The SDK's own timeout ends only
+ * the wait for a response's headers, once per attempt: a provider that sends
+ * its headers and then stalls would hang until undici's body timeout
+ * (300 s), and its retries would multiply the wait. One timer over the whole
+ * call (its retries and the reading of its body included) ends it instead;
+ * a stream restarts the timer at each chunk.
+ */
+class Deadline {
+  private readonly own = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  /** The caller's signal and the deadline together: what the SDK is given. */
+  readonly signal: AbortSignal;
+
+  constructor(ms: number, caller?: AbortSignal) {
+    this.timer = setTimeout(() => this.own.abort(new DeadlinePassed()), ms);
+    this.signal = caller ? AbortSignal.any([caller, this.own.signal]) : this.own.signal;
+  }
+
+  /** Whether the deadline, not the caller, ended the call (the first abort gives the combined signal its reason). */
+  get passed(): boolean {
+    return this.signal.reason instanceof DeadlinePassed;
+  }
+
+  /** Starts the time over: a stream's chunk arrived. */
+  restart(): void {
+    this.timer.refresh();
+  }
+
+  end(): void {
+    clearTimeout(this.timer);
+  }
+
+  /**
+   * `work`, or its abort as soon as the signal fires: the SDK notices an
+   * abort only at the start of an attempt or while reading, not during its
+   * backoff between retries (up to a minute with a provider's Retry-After).
+   */
+  race<T>(work: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const aborted = () => reject(this.signal.reason);
+      if (this.signal.aborted) aborted();
+      else this.signal.addEventListener('abort', aborted, { once: true });
+      // The work settles later too (as an abort); handled here, so it is never an unhandled rejection.
+      work.then(resolve, reject).finally(() => this.signal.removeEventListener('abort', aborted));
+    });
+  }
+}
+
+/** Whether a Content-Type names Server-Sent Events. */
+function isEventStream(contentType: string): boolean {
+  return /^\s*text\/event-stream\s*(;|$)/i.test(contentType);
+}
+
 /**
  * The one way Atrium talks to a model: the official `openai` SDK against any
- * OpenAI-compatible server (AI_BASE_URL). The SDK times each call out and
- * retries 429, 5xx and connection errors with backoff (AI_MAX_RETRIES);
- * what still fails becomes 502 ai_provider_error or 504 ai_provider_timeout.
+ * OpenAI-compatible server (AI_BASE_URL). The SDK retries 429, 5xx and
+ * connection errors with backoff (AI_MAX_RETRIES), within the engine's own
+ * deadline (AI_TIMEOUT_SECONDS): a call, its retries and the reading of its
+ * answer included, or for a stream each wait for the next chunk. What still
+ * fails becomes 502 ai_provider_error or 504 ai_provider_timeout.
  */
 export class AiEngine {
   private readonly client: OpenAI | null;
@@ -142,28 +205,35 @@ export class AiEngine {
     return this.config.modelMap.get(model.id) ?? model.id;
   }
 
+  /** One reply, within AI_TIMEOUT_SECONDS from the request to the end of its body, retries included. */
   async complete(request: CompletionRequest): Promise<Completion> {
     const client = this.requireConfigured();
+    const deadline = new Deadline(this.config.timeoutMs, request.signal);
     try {
-      const response = await client.chat.completions.create(
-        {
-          model: this.providerModel(request.model),
-          messages: request.messages,
-          max_tokens: request.maxTokens,
-          ...(request.tools?.length ? { tools: request.tools } : {}),
-        },
-        { signal: request.signal },
+      const response = await deadline.race(
+        client.chat.completions.create(
+          {
+            model: this.providerModel(request.model),
+            messages: request.messages,
+            max_tokens: request.maxTokens,
+            ...(request.tools?.length ? { tools: request.tools } : {}),
+          },
+          { signal: deadline.signal },
+        ),
       );
-      const message = response.choices[0]?.message;
-      const content = message?.content ?? '';
+      const message = replyOf(response);
+      const content = message.content ?? '';
       const toolCalls: ToolCall[] = [];
-      for (const call of message?.tool_calls ?? []) {
+      for (const call of message.tool_calls ?? []) {
         if (call.type === 'function') toolCalls.push({ id: call.id, name: call.function.name, arguments: call.function.arguments });
       }
       return { content, toolCalls, usage: usageOf(response.usage, request.messages, content + toolCalls.map((c) => c.name + c.arguments).join('')) };
     } catch (error) {
-      if (error instanceof OpenAI.APIUserAbortError) throw new ProviderCallAborted(usageOf(undefined, request.messages, ''));
+      if (deadline.passed) throw this.timedOut(error, 'did not finish its answer');
+      if (error instanceof OpenAI.APIUserAbortError || request.signal?.aborted) throw new ProviderCallAborted(usageOf(undefined, request.messages, ''));
       throw providerError(error);
+    } finally {
+      deadline.end();
     }
   }
 
@@ -171,42 +241,91 @@ export class AiEngine {
    * Streams a reply, handing each piece of text to `onDelta`. Asks for the
    * provider's usage at the end of the stream; a client that goes away
    * (`signal`) aborts the call and gets ProviderCallAborted with what was used.
+   * AI_TIMEOUT_SECONDS bounds each wait: for the answer to start (retries
+   * included), then for each next chunk, so a long reply still streams while
+   * a provider that falls silent ends in 504. An answer that is no event
+   * stream, or holds no choice at all, is 502: nothing of it is a reply.
    */
   async stream(request: CompletionRequest, onDelta: (text: string) => void): Promise<Completion> {
     const client = this.requireConfigured();
+    const deadline = new Deadline(this.config.timeoutMs, request.signal);
     let content = '';
     let usage: OpenAI.CompletionUsage | undefined;
+    let answered = false;
     try {
-      const stream = await client.chat.completions.create(
-        {
-          model: this.providerModel(request.model),
-          messages: request.messages,
-          max_tokens: request.maxTokens,
-          stream: true,
-          stream_options: { include_usage: true },
-        },
-        { signal: request.signal },
+      const { data: stream, response } = await deadline.race(
+        client.chat.completions
+          .create(
+            {
+              model: this.providerModel(request.model),
+              messages: request.messages,
+              max_tokens: request.maxTokens,
+              stream: true,
+              stream_options: { include_usage: true },
+            },
+            { signal: deadline.signal },
+          )
+          .withResponse(),
       );
-      for await (const chunk of stream) {
+      const type = response.headers.get('content-type');
+      // No type named: the chunks show whether it was a stream.
+      if (type !== null && !isEventStream(type)) {
+        stream.controller.abort();
+        // A server that ignored "stream" (a JSON completion) or a proxy's page: the SDK would read no event from it, and end as if the reply were empty.
+        throw new AppError('ai_provider_error', `The AI provider answered a streamed call with ${type.slice(0, 100)}, not an event stream`);
+      }
+      const chunks = stream[Symbol.asyncIterator]();
+      for (;;) {
+        deadline.restart();
+        const next = await deadline.race(chunks.next());
+        if (next.done) break;
+        const chunk = next.value;
         if (chunk.usage) usage = chunk.usage;
-        const delta = chunk.choices[0]?.delta?.content;
+        if (chunk.choices?.length) answered = true;
+        const delta = chunk.choices?.[0]?.delta?.content;
         if (delta) {
           content += delta;
           onDelta(delta);
         }
       }
       if (request.signal?.aborted) throw new ProviderCallAborted(usageOf(usage, request.messages, content));
+      if (!answered) throw new AppError('ai_provider_error', 'The AI provider\'s stream held no reply (no choice)');
       return { content, toolCalls: [], usage: usageOf(usage, request.messages, content) };
     } catch (error) {
       if (error instanceof ProviderCallAborted) throw error;
+      if (deadline.passed) throw this.timedOut(error, answered ? 'fell silent in its answer' : 'did not start its answer');
       if (error instanceof OpenAI.APIUserAbortError || request.signal?.aborted) throw new ProviderCallAborted(usageOf(usage, request.messages, content));
       throw providerError(error);
+    } finally {
+      deadline.end();
     }
+  }
+
+  private timedOut(cause: unknown, what: string): AppError {
+    return new AppError('ai_provider_timeout', `The AI provider ${what} within AI_TIMEOUT_SECONDS (${this.config.timeoutMs / 1000} s)`, { cause });
   }
 }
 
+/** The message of a completion's first choice; an answer without one (`choices: []`, or no completion at all) is the provider's fault. */
+function replyOf(response: OpenAI.ChatCompletion): OpenAI.ChatCompletionMessage {
+  const message = (response as Partial<OpenAI.ChatCompletion> | null)?.choices?.[0]?.message;
+  if (!message || typeof message !== 'object') throw new AppError('ai_provider_error', 'The AI provider answered without a reply (no choice)');
+  return message;
+}
+
+/**
+ * The most tokens one count of a provider's usage report is believed: no
+ * model's context comes near it. A count past it, negative or fractional is
+ * a provider's bug; the call is then charged by the estimate, as one without
+ * a report is (the ledger would refuse such a count, and the hold caps the
+ * charge anyway).
+ */
+const MAX_REPORTED_TOKENS = 10_000_000;
+
+const believable = (count: unknown): count is number => Number.isInteger(count) && (count as number) >= 0 && (count as number) <= MAX_REPORTED_TOKENS;
+
 function usageOf(usage: OpenAI.CompletionUsage | undefined | null, messages: readonly Message[], output: string): TokenUsage {
-  if (usage && Number.isInteger(usage.prompt_tokens) && Number.isInteger(usage.completion_tokens)) {
+  if (usage && believable(usage.prompt_tokens) && believable(usage.completion_tokens)) {
     return {
       promptTokens: usage.prompt_tokens,
       completionTokens: usage.completion_tokens,

@@ -57,7 +57,7 @@ export const aiDomain = defineDomain({
       engine,
       search,
       credits,
-      chat: new ChatService(kernel.reads, kernel.writer, config.ai, engine, search, deps.catalog.models, credits, personas()),
+      chat: new ChatService(kernel.reads, config.ai, engine, search, deps.catalog.models, credits, personas()),
       studio: new StudioService(config.ai, engine, deps.catalog.models, credits),
       agent: new AgentService(config.ai, engine, search, deps.catalog.models, credits),
       account: new ModuleAccountService(deps.identity, deps.billing, deps.payments, kernel.budgets),

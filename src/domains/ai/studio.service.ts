@@ -1,5 +1,6 @@
 import { detectAll } from 'tinyld';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { requireModuleCaller } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import type { CatalogService } from '../catalog';
@@ -104,7 +105,7 @@ export class StudioService {
 
 function checkText(text: string): void {
   if (!text.trim()) throw AppError.validation([{ loc: ['body', 'text'], msg: 'must not be empty', type: 'string_too_short' }]);
-  if (text.length > STUDIO_TEXT_MAX) throw AppError.validation([{ loc: ['body', 'text'], msg: `at most ${STUDIO_TEXT_MAX} characters`, type: 'string_too_long' }]);
+  if (textLength(text) > STUDIO_TEXT_MAX) throw AppError.validation([{ loc: ['body', 'text'], msg: `at most ${STUDIO_TEXT_MAX} characters`, type: 'string_too_long' }]);
 }
 
 function guess(text: string): LanguageGuess {

@@ -4,6 +4,7 @@ import { currentEm, transaction } from '../../db/unit-of-work';
 import type { EventBus } from '../../events/event-bus';
 import type { ReadStore } from '../../db/read-store';
 import { AppError } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { isSuperadmin, requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { checkPage, type Page } from '../../pagination';
@@ -477,7 +478,7 @@ export class LedgerService {
     if (!isSuperadmin(caller)) throw new AppError('forbidden', `Only a platform superadmin may ${kind} credits`);
     checkCredits(input.credits, ['body', 'credits']);
     const reason = input.reason.trim();
-    if (!reason || reason.length > GRANT_REASON_MAX) {
+    if (!reason || textLength(reason) > GRANT_REASON_MAX) {
       throw AppError.validation([{ loc: ['body', 'reason'], msg: `must be 1 to ${GRANT_REASON_MAX} characters`, type: 'string_length' }]);
     }
     const actorId = caller.kind === 'user' ? caller.userId : null;

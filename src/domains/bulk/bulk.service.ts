@@ -9,14 +9,16 @@ import type { EventBus } from '../../events/event-bus';
 import type { JobQueue } from '../../jobs/job-queue';
 import type { RunningJob } from '../../jobs/worker';
 import { collectGarbage } from '../../kernel/gc';
+import type { Logger } from '../../kernel/logger';
 import { AppError, isAppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { refusedText } from '../../errors/refused-text';
 import { storedFileName } from '../../file-name';
 import { canSeeJob, requireJobCaller, type JobCaller } from '../../auth/policy';
 import type { Principal } from '../../auth/principal';
 import { checkPage, type Page } from '../../pagination';
-import { creditsFor, holdTokens, modulesApiSpelling, worthRetrying, type AiApi } from '../ai';
-import type { CatalogService, ModelView } from '../catalog';
+import { creditsFor, holdTokens, modulesApiSpelling, worthRetrying, type AiApi, type Completion } from '../ai';
+import { MODEL_NAME_MAX, type CatalogService, type ModelView } from '../catalog';
 import type { ExtractLimits } from '../documents';
 import { Company, User } from '../identity';
 import type { JobState } from '../research';
@@ -187,6 +189,7 @@ export class BulkService {
     private readonly config: BulkConfig,
     private readonly limits: ExtractLimits,
     private readonly uploadDir: string,
+    private readonly log: Logger,
   ) {}
 
   /** Where a route puts an upload while it arrives: a fresh path in the uploads folder. */
@@ -558,35 +561,46 @@ export class BulkService {
       return;
     }
     let failure: unknown;
+    // Set when the model answered but the row's result and credits did not commit.
+    let unsettled = false;
     // The SDK listens on the signal it is given and never lets go: each row gets its own, linked to the job's for as long as the row runs.
     const rowAbort = new AbortController();
     const stop = () => rowAbort.abort();
     signal.addEventListener('abort', stop, { once: true });
     try {
       for (let attempt = 1; attempt <= this.config.rowAttempts; attempt++) {
+        let reply: Completion;
         try {
-          const reply = await this.ai.engine.complete({ model, messages, maxTokens, signal: rowAbort.signal });
-          const tokens = reply.usage.totalTokens;
-          const credits = creditsFor(tokens, model);
+          reply = await this.ai.engine.complete({ model, messages, maxTokens, signal: rowAbort.signal });
+        } catch (error) {
+          failure = error;
+          if (signal.aborted || !worthRetrying(error) || attempt === this.config.rowAttempts) break;
+          await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)));
+          continue;
+        }
+        const tokens = reply.usage.totalTokens;
+        const credits = Math.min(creditsFor(tokens, model), hold.credits);
+        try {
           await this.ai.credits.commit(hold, { credits, tokens, model: model.id }, (sql, now) => {
             const output = reply.content.trim();
-            if (!sql.run("update bulk_rows set status = 'completed', output = ?, tokens = ?, credits = ?, finished_at = ? where job_id = ? and idx = ? and status = 'pending'", output, tokens, Math.min(credits, hold.credits), now, job.id, row.idx).changes) {
+            if (!sql.run("update bulk_rows set status = 'completed', output = ?, tokens = ?, credits = ?, finished_at = ? where job_id = ? and idx = ? and status = 'pending'", output, tokens, credits, now, job.id, row.idx).changes) {
               throw new RowGone();
             }
-            sql.run('update bulk_jobs set rows_completed = rows_completed + 1, credits_used = credits_used + ?, updated_at = ? where id = ?', Math.min(credits, hold.credits), now, job.id);
+            sql.run('update bulk_jobs set rows_completed = rows_completed + 1, credits_used = credits_used + ?, updated_at = ? where id = ?', credits, now, job.id);
           });
-          this.progress(job.id);
-          return;
         } catch (error) {
           if (error instanceof RowGone) {
             await this.ai.credits.release(hold);
             if (!this.reads.get(JOB, job.id)) this.stopGone(job.id);
             return;
           }
+          // Not the provider's failure: calling it again would not mend it, and would pay for another answer.
           failure = error;
-          if (signal.aborted || !worthRetrying(error) || attempt === this.config.rowAttempts) break;
-          await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)));
+          unsettled = true;
+          break;
         }
+        this.progress(job.id);
+        return;
       }
     } finally {
       signal.removeEventListener('abort', stop);
@@ -596,7 +610,11 @@ export class BulkService {
       if (!run.signal.aborted) await this.ai.credits.release(hold);
       return;
     }
-    const reason = isAppError(failure) ? `${failure.code}: ${failure.message}` : 'the model call failed';
+    if (unsettled) this.log.error({ err: failure, jobId: job.id, row: row.idx }, 'a bulk row ran but its result and credits could not be committed');
+    // A failed commit is the server's (never a ledger's validation error shown as the row's): the row fails, charged nothing.
+    const reason = unsettled
+      ? 'internal_error: the row ran but its result could not be stored; nothing was charged'
+      : isAppError(failure) ? `${failure.code}: ${failure.message}` : 'the model call failed';
     await this.ai.credits.releaseWith(hold, (sql) => this.rowFailed(sql, job.id, row.idx, reason));
     this.progress(job.id);
   }
@@ -689,16 +707,17 @@ export class BulkService {
 function checkFields(input: BulkSubmission): { inputColumn: string; promptTemplate: string; outputColumn: string; model: string | null } {
   const issues: ValidationIssue[] = [];
   const inputColumn = (input.inputColumn ?? '').trim();
-  if (!inputColumn || inputColumn.length > COLUMN_NAME_MAX) issues.push({ loc: ['body', 'input_column'], msg: `required, 1 to ${COLUMN_NAME_MAX} characters`, type: 'missing' });
+  if (!inputColumn || textLength(inputColumn) > COLUMN_NAME_MAX) issues.push({ loc: ['body', 'input_column'], msg: `required, 1 to ${COLUMN_NAME_MAX} characters`, type: 'missing' });
   const promptTemplate = input.promptTemplate ?? '';
-  if (!promptTemplate.trim() || promptTemplate.length > PROMPT_TEMPLATE_MAX) {
+  if (!promptTemplate.trim() || textLength(promptTemplate) > PROMPT_TEMPLATE_MAX) {
     issues.push({ loc: ['body', 'prompt_template'], msg: `required, 1 to ${PROMPT_TEMPLATE_MAX} characters`, type: 'missing' });
   } else if (!promptTemplate.includes('{text}')) {
     issues.push({ loc: ['body', 'prompt_template'], msg: 'must contain the placeholder {text}, which each row\'s input cell replaces', type: 'value_error' });
   }
   const outputColumn = (input.outputColumn ?? '').trim() || 'AI_Result';
-  if (outputColumn.length > COLUMN_NAME_MAX) issues.push({ loc: ['body', 'output_column'], msg: `at most ${COLUMN_NAME_MAX} characters`, type: 'string_length' });
+  if (textLength(outputColumn) > COLUMN_NAME_MAX) issues.push({ loc: ['body', 'output_column'], msg: `at most ${COLUMN_NAME_MAX} characters`, type: 'string_length' });
   const model = input.model?.trim() || null;
+  if (model && textLength(model) > MODEL_NAME_MAX) issues.push({ loc: ['body', 'model'], msg: `at most ${MODEL_NAME_MAX} characters`, type: 'string_too_long' });
   // Multipart fields, which the REST adapter's JSON check does not see.
   const texts = { input_column: input.inputColumn, prompt_template: input.promptTemplate, output_column: input.outputColumn, model: input.model };
   for (const { path, issue } of refusedText(texts)) issues.push({ loc: ['body', ...path], ...issue });

@@ -40,6 +40,7 @@ export const bulkDomain = defineDomain({
       config.bulk,
       deps.documents.limits,
       path.join(kernel.config.dataDir, 'uploads'),
+      kernel.log,
     ),
   }),
   jobs: (api) => ({

@@ -3,6 +3,7 @@ import type { ReadStore } from '../../db/read-store';
 import { Model } from './model.entity';
 import { AppError, isAppError } from '../../errors/catalog';
 import { currentEm } from '../../db/unit-of-work';
+import { clipText } from '../../clip-text';
 
 export type ModelView = Pick<Model, 'id' | 'displayName' | 'provider' | 'family' | 'creditCost' | 'contextLength'>;
 
@@ -14,6 +15,12 @@ interface ModelRow {
   credit_cost: number;
   context_length: number;
 }
+
+/** The longest model id or family a request may name (every operation that takes a model publishes it as maxLength). */
+export const MODEL_NAME_MAX = 100;
+
+/** A named model as a detail shows it: never longer than a name may be, whatever was sent. */
+const shown = (name: string) => (name.length > MODEL_NAME_MAX ? `${clipText(name, MODEL_NAME_MAX)}…` : name);
 
 const MODEL_SELECT = 'select id, display_name, provider, family, credit_cost, context_length from models';
 
@@ -60,8 +67,8 @@ export class CatalogService {
    */
   requireUsable(modelId: string): ModelView {
     const row = this.reads.get<ModelRow & { blocked: number }>(`${MODEL_SELECT.replace(' from', ', blocked from')} where id = ?`, modelId);
-    if (!row) throw new AppError('model_not_found', `No model ${modelId} in the catalog`);
-    if (row.blocked) throw new AppError('model_blocked', `The model ${modelId} has been blocked by an administrator`);
+    if (!row) throw new AppError('model_not_found', `No model ${shown(modelId)} in the catalog`);
+    if (row.blocked) throw new AppError('model_blocked', `The model ${shown(modelId)} has been blocked by an administrator`);
     return modelView(row);
   }
 
@@ -79,9 +86,9 @@ export class CatalogService {
       `${MODEL_SELECT.replace(' from', ', blocked, family_default from')} where family = ? order by family_default desc, credit_cost, id`,
       modelOrFamily,
     );
-    if (!members.length) throw new AppError('model_not_found', `No model or model family "${modelOrFamily}" in the catalog`);
+    if (!members.length) throw new AppError('model_not_found', `No model or model family "${shown(modelOrFamily)}" in the catalog`);
     const usable = members.find((m) => !m.blocked);
-    if (!usable) throw new AppError('model_blocked', `Every model of the family ${modelOrFamily} has been blocked by an administrator`);
+    if (!usable) throw new AppError('model_blocked', `Every model of the family ${shown(modelOrFamily)} has been blocked by an administrator`);
     return modelView(usable);
   }
 

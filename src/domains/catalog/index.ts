@@ -8,7 +8,7 @@ import { Model } from './model.entity';
 import { catalogMigrations } from './migrations';
 
 export { Model } from './model.entity';
-export { CatalogService, type ModelView, type ModelSeed } from './catalog.service';
+export { CatalogService, MODEL_NAME_MAX, type ModelView, type ModelSeed } from './catalog.service';
 export { ModelAdminService, MODEL_ID_PATTERN, type ModelInput, type ModelPatch } from './model-admin.service';
 
 /** The platform-wide model catalog: what callers may use, and its administration by superadmins. */

@@ -1,6 +1,7 @@
 import type { Orm } from '../../db/orm';
 import { currentEm } from '../../db/unit-of-work';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { isSuperadmin, requireCompanyAdmin } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import type { AuditService } from '../audit';
@@ -41,7 +42,7 @@ function check(input: { [K in keyof ModelInput]?: ModelInput[K] | null }, requir
     }
     if (kind === 'text' || kind === 'text64') {
       const max = kind === 'text' ? 200 : 64;
-      if (typeof value !== 'string' || value.trim().length < 1 || value.trim().length > max) {
+      if (typeof value !== 'string' || !value.trim() || textLength(value.trim()) > max) {
         issues.push({ loc: ['body', loc], msg: `must be 1 to ${max} characters`, type: 'string_length' });
       }
     } else if (kind === 'cost') {

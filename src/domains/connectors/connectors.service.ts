@@ -1,6 +1,7 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { requireAuthenticated } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { currentEm } from '../../db/unit-of-work';
@@ -320,7 +321,7 @@ export function validatePatch(connector: ConnectorName, patch: ConnectorPatch): 
       out[field] = null;
       return;
     }
-    if (typeof value !== 'string' || !value.trim() || value.length > max || CONTROL.test(value)) {
+    if (typeof value !== 'string' || !value.trim() || textLength(value) > max || CONTROL.test(value)) {
       issues.push({ loc: loc(field), msg: `must be 1 to ${max} characters without control characters, or null to clear`, type: 'value_error' });
     } else out[field] = field === 'clientId' ? value.trim() : value;
   };

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ReadStore } from '../../db/read-store';
 import type { SqliteWriter } from '../../db/sqlite-writer';
 import { AppError } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { requireModuleCaller, type ModuleCaller } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { creditsFor, type AiApi } from '../ai';
@@ -129,7 +130,7 @@ export class DocumentsService {
 
   async query(principal: Principal, input: { query: string; docIds?: readonly string[] | null; model?: string | null }, meta: RequestMeta): Promise<RagAnswer> {
     const caller = requireModuleCaller(principal, 'rag');
-    if (!input.query.trim() || input.query.length > RAG_QUERY_MAX) {
+    if (!input.query.trim() || textLength(input.query) > RAG_QUERY_MAX) {
       throw AppError.validation([{ loc: ['body', 'query'], msg: `1 to ${RAG_QUERY_MAX} characters`, type: 'string_length' }]);
     }
     const docIds = input.docIds ? [...new Set(input.docIds)] : null;

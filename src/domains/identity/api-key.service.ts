@@ -1,5 +1,6 @@
 import type { Orm } from '../../db/orm';
 import { AppError } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { newCompanyApiKey, sha256Hex } from '../../auth/tokens';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import type { AuditService } from '../audit';
@@ -24,7 +25,7 @@ export class ApiKeyService {
     meta?: RequestMeta;
   }): Promise<{ apiKey: ApiKey; plaintext: string }> {
     const name = input.name.trim();
-    if (!name || name.length > 200) {
+    if (!name || textLength(name) > 200) {
       throw AppError.validation([{ loc: ['body', 'name'], msg: 'must be 1 to 200 characters', type: 'string_length' }]);
     }
     const em = currentEm(this.orm);

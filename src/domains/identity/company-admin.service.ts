@@ -4,6 +4,7 @@ import type { Orm } from '../../db/orm';
 import { searchKey } from '../../search-key';
 import { currentEm } from '../../db/unit-of-work';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { isSuperadmin, requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
 import type { AuditService } from '../audit';
@@ -120,7 +121,7 @@ export class CompanyAdminService {
     const company = await this.get(principal, companyId);
     const issues: ValidationIssue[] = [];
     const name = patch.name == null ? undefined : patch.name.trim();
-    if (name !== undefined && (name.length < 1 || name.length > 200)) {
+    if (name !== undefined && (!name || textLength(name) > 200)) {
       issues.push({ loc: ['body', 'name'], msg: 'must be 1 to 200 characters', type: 'string_length' });
     }
     if (patch.planId != null && !isSuperadmin(principal)) {

@@ -3,6 +3,7 @@ import type { Orm } from '../../db/orm';
 import type { IdentitySettings } from './config';
 import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { requireUser } from '../../auth/policy';
 import { requireRecentAuthentication } from './recent-authentication';
 import type { Principal, RequestMeta } from '../../auth/principal';
@@ -60,7 +61,7 @@ export class EmailChangeService {
   async request(principal: Principal, newEmailInput: string, meta: RequestMeta): Promise<PendingEmailChange> {
     const caller = await requireRecentAuthentication(this.orm, principal);
     const newEmail = normalizeEmail(newEmailInput ?? '');
-    if (newEmail.length > MAX_EMAIL_LENGTH || !EMAIL.test(newEmail)) {
+    if (textLength(newEmail) > MAX_EMAIL_LENGTH || !EMAIL.test(newEmail)) {
       throw AppError.validation([{ loc: ['body', 'new_email'], msg: 'not a valid email address', type: 'value_error.email' }]);
     }
     const em = currentEm(this.orm);
@@ -134,7 +135,7 @@ export class EmailChangeService {
    */
   async confirm(token: string, meta: RequestMeta): Promise<void> {
     const presented = typeof token === 'string' ? token.trim() : '';
-    if (!presented || presented.length > 512) throw invalidToken();
+    if (!presented || textLength(presented) > 512) throw invalidToken();
     const em = currentEm(this.orm);
     const found = await peekOneTimeToken(em, EMAIL_CHANGE_PURPOSE, presented);
     const newEmail = found?.data?.newEmail;

@@ -2,6 +2,7 @@ import type { Orm } from '../../db/orm';
 import { searchKey } from '../../search-key';
 import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { hashPassword } from '../../auth/password';
 import type { Principal } from '../../auth/principal';
 import { requireAuthenticated } from '../../auth/policy';
@@ -116,7 +117,7 @@ export class IdentityService {
     const email = normalizeEmail(input.email);
     const issues: ValidationIssue[] = [];
     if (!EMAIL.test(email)) issues.push({ loc: ['email'], msg: 'not a valid email address', type: 'value_error.email' });
-    if (input.password.length < MIN_PASSWORD_LENGTH) {
+    if (textLength(input.password) < MIN_PASSWORD_LENGTH) {
       issues.push({ loc: ['password'], msg: `must be at least ${MIN_PASSWORD_LENGTH} characters`, type: 'string_too_short' });
     }
     if (!input.company.trim()) issues.push({ loc: ['company'], msg: 'must not be empty', type: 'string_too_short' });

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/better-sqlite';
 import type { Orm } from '../../db/orm';
 import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { hashPassword } from '../../auth/password';
 import { requireCompanyAdmin } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
@@ -236,13 +237,14 @@ export class InvitationService {
    */
   async accept(input: { token: string; password: string; name?: string | null }, meta: RequestMeta): Promise<LoginResult> {
     const issues: ValidationIssue[] = [];
-    if (input.password.length < MIN_PASSWORD_LENGTH) {
+    const passwordLength = textLength(input.password);
+    if (passwordLength < MIN_PASSWORD_LENGTH) {
       issues.push({ loc: ['body', 'password'], msg: `must be at least ${MIN_PASSWORD_LENGTH} characters`, type: 'string_too_short' });
-    } else if (input.password.length > MAX_PASSWORD_LENGTH) {
+    } else if (passwordLength > MAX_PASSWORD_LENGTH) {
       issues.push({ loc: ['body', 'password'], msg: `must be at most ${MAX_PASSWORD_LENGTH} characters`, type: 'string_too_long' });
     }
     const name = input.name == null ? null : input.name.trim();
-    if (name !== null && (name.length < 1 || name.length > MAX_NAME_LENGTH)) {
+    if (name !== null && (!name || textLength(name) > MAX_NAME_LENGTH)) {
       issues.push({ loc: ['body', 'name'], msg: `must be 1 to ${MAX_NAME_LENGTH} characters`, type: 'string_length' });
     }
     if (issues.length) throw AppError.validation(issues);
@@ -415,7 +417,7 @@ function assertMayGrant(caller: Admin, role: Role): void {
 function checkInvitationInput(input: { email: string; role: string }, at: (string | number)[]): { email: string; role: Role } {
   const issues: ValidationIssue[] = [];
   const email = normalizeEmail(typeof input.email === 'string' ? input.email : '');
-  if (email.length > 320 || !ADDRESS.test(email)) issues.push({ loc: [...at, 'email'], msg: 'not a valid email address', type: 'value_error.email' });
+  if (textLength(email) > 320 || !ADDRESS.test(email)) issues.push({ loc: [...at, 'email'], msg: 'not a valid email address', type: 'value_error.email' });
   const role = typeof input.role === 'string' ? input.role.toLowerCase() : '';
   if (!(roles as readonly string[]).includes(role)) issues.push({ loc: [...at, 'role'], msg: `must be one of ${roles.join(', ')}`, type: 'enum' });
   if (issues.length) throw AppError.validation(issues);

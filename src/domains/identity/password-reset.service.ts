@@ -2,6 +2,7 @@ import type { Orm } from '../../db/orm';
 import type { IdentitySettings } from './config';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { hashPassword } from '../../auth/password';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { currentEm, transaction, whenCommitted, withUnitOfWork } from '../../db/unit-of-work';
@@ -77,7 +78,7 @@ export class PasswordResetService {
    */
   async request(email: string, meta: RequestMeta): Promise<void> {
     const normalized = normalizeEmail(email);
-    if (normalized.length < 3 || normalized.length > 320) {
+    if (textLength(normalized) < 3 || textLength(normalized) > 320) {
       throw AppError.validation([{ loc: ['body', 'email'], msg: 'must be 3 to 320 characters', type: 'string_too_short' }]);
     }
     const job: PasswordResetMailJob = { email: normalized, ip: meta.ip, requestId: meta.requestId };
@@ -197,12 +198,11 @@ function invalidToken(): AppError {
 
 function checkNewPassword(password: string): void {
   const issues: ValidationIssue[] = [];
-  // Counted in characters (code points), not UTF-16 units.
-  const length = [...password].length;
+  const length = textLength(password);
   if (length < MIN_PASSWORD_LENGTH) {
     issues.push({ loc: ['body', 'new_password'], msg: `must be at least ${MIN_PASSWORD_LENGTH} characters`, type: 'string_too_short' });
   }
-  if (password.length > MAX_PASSWORD_LENGTH) {
+  if (length > MAX_PASSWORD_LENGTH) {
     issues.push({ loc: ['body', 'new_password'], msg: `must be at most ${MAX_PASSWORD_LENGTH} characters`, type: 'string_too_long' });
   }
   if (issues.length) throw AppError.validation(issues, 'The new password was not accepted');

@@ -1,6 +1,7 @@
 import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { requireUser } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { currentEm } from '../../db/unit-of-work';
@@ -49,8 +50,7 @@ export class ProfileService {
 function normalizeName(name: string | null | undefined): string | null | undefined {
   if (name === undefined || name === null) return name;
   const trimmed = name.trim();
-  // Counted in characters (code points), not UTF-16 units.
-  const length = [...trimmed].length;
+  const length = textLength(trimmed);
   const issues: ValidationIssue[] = [];
   if (length < 1) issues.push({ loc: ['body', 'name'], msg: 'must not be empty; send null to clear the name', type: 'string_too_short' });
   if (length > MAX_NAME_LENGTH) {

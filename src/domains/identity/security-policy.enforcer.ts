@@ -2,6 +2,7 @@ import type { BlockList } from 'node:net';
 import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import type { UserPrincipal } from '../../auth/principal';
 import type { ReadStore } from '../../db/read-store';
 import { EXTERNAL_WRITES_SEEN_MS, VersionedCache, type ChangeSignal } from '../../db/change-signal';
@@ -167,7 +168,7 @@ export class SecurityPolicyEnforcer {
   /** 422 when `password` is shorter than the company's minimum (counted in characters). */
   async checkPasswordLength(companyId: string, password: string, loc: (string | number)[]): Promise<void> {
     const min = (await this.policyOf(companyId)).view.minPasswordLength;
-    if ([...password].length >= min) return;
+    if (textLength(password) >= min) return;
     throw AppError.validation(
       [{ loc, msg: `must be at least ${min} characters (your company's security policy)`, type: 'string_too_short' }],
       'The new password was not accepted',

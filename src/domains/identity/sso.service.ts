@@ -3,6 +3,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Orm } from '../../db/orm';
 import type { IdentitySettings } from './config';
 import { AppError } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { hashPassword } from '../../auth/password';
 import { sha256Hex } from '../../auth/tokens';
 import type { Principal, RequestMeta } from '../../auth/principal';
@@ -421,7 +422,7 @@ export class SsoService {
 
   /** Claims the challenge: bound to this browser, unexpired, unused, not exhausted. */
   private async claimChallenge(presented: unknown, bound: string | undefined): Promise<SsoMfaChallenge> {
-    if (typeof presented !== 'string' || presented.length === 0 || presented.length > 512) {
+    if (typeof presented !== 'string' || !presented || textLength(presented) > 512) {
       throw new SsoRefusal('challenge_missing', challengeInvalid());
     }
     if (bound === undefined || !sameSecret(bound, presented)) throw new SsoRefusal('challenge_not_bound', challengeInvalid());
@@ -482,7 +483,7 @@ export class SsoService {
   private async spendState(provider: SsoProviderName, presented: unknown, bound: string | undefined): Promise<SsoState> {
     const invalid = (reason: string) =>
       new SsoRefusal(reason, new AppError('sso_state_invalid', 'The sign-in attempt is unknown, expired or already used; start again'));
-    if (typeof presented !== 'string' || presented.length === 0 || presented.length > 512) throw invalid('state_missing');
+    if (typeof presented !== 'string' || !presented || textLength(presented) > 512) throw invalid('state_missing');
     // Login CSRF: the callback must come from the browser that started the attempt.
     if (bound === undefined || !sameSecret(bound, presented)) throw invalid('state_not_bound');
     const em = currentEm(this.orm);

@@ -5,6 +5,7 @@ import type { Orm } from '../../db/orm';
 import { searchKey } from '../../search-key';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
 import { currentEm, transaction, whenCommitted } from '../../db/unit-of-work';
@@ -166,7 +167,7 @@ export class UserAdminService {
     }
     const sort = parseSort(options.sort, issues);
     const q = options.q?.trim() ?? '';
-    if (q.length > 320) issues.push({ loc: ['query', 'q'], msg: 'must be at most 320 characters', type: 'string_too_long' });
+    if (textLength(q) > 320) issues.push({ loc: ['query', 'q'], msg: 'must be at most 320 characters', type: 'string_too_long' });
     if (issues.length) throw AppError.validation(issues);
 
     let companyId: string | null = actor.principal.companyId;
@@ -212,7 +213,7 @@ export class UserAdminService {
     let name: string | null | undefined;
     if (patch.name !== undefined) {
       name = patch.name === null ? null : patch.name.trim();
-      if (name !== null && (name.length < 1 || name.length > MAX_NAME_LENGTH)) {
+      if (name !== null && (!name || textLength(name) > MAX_NAME_LENGTH)) {
         issues.push({ loc: ['body', 'name'], msg: `must be 1 to ${MAX_NAME_LENGTH} characters once trimmed, or null`, type: 'string_length' });
       }
     }
@@ -308,7 +309,7 @@ export class UserAdminService {
   async suspend(principal: Principal, userId: string, reason: string, meta: RequestMeta): Promise<User> {
     const actor = requireUserAdmin(principal);
     const trimmed = (reason ?? '').trim();
-    if (trimmed.length < 1 || trimmed.length > SUSPEND_REASON_MAX) {
+    if (!trimmed || textLength(trimmed) > SUSPEND_REASON_MAX) {
       throw AppError.validation([
         { loc: ['body', 'reason'], msg: `must be 1 to ${SUSPEND_REASON_MAX} characters once trimmed`, type: 'string_length' },
       ]);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Orm } from '../../db/orm';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import type { RequestMeta } from '../../auth/principal';
 import { DocsFeedback } from './docs-feedback.entity';
 import { currentEm } from '../../db/unit-of-work';
@@ -20,10 +21,10 @@ export class FeedbackService {
     const page = input.page.trim();
     const comment = input.comment?.trim() || null;
     const issues: ValidationIssue[] = [];
-    if (!page || page.length > FEEDBACK_LIMITS.page) {
+    if (!page || textLength(page) > FEEDBACK_LIMITS.page) {
       issues.push({ loc: ['query', 'page'], msg: `must be 1 to ${FEEDBACK_LIMITS.page} characters`, type: 'string_length' });
     }
-    if (comment && comment.length > FEEDBACK_LIMITS.comment) {
+    if (comment && textLength(comment) > FEEDBACK_LIMITS.comment) {
       issues.push({ loc: ['query', 'comment'], msg: `must be at most ${FEEDBACK_LIMITS.comment} characters`, type: 'string_too_long' });
     }
     if (input.helpful == null && !comment) {

@@ -6,6 +6,7 @@ import type { EventBus } from '../../events/event-bus';
 import type { JobQueue } from '../../jobs/job-queue';
 import type { RunningJob } from '../../jobs/worker';
 import { AppError, isAppError, type ValidationIssue } from '../../errors/catalog';
+import { textLength } from '../../errors/text-length';
 import { canSeeJob, requireJobCaller, type JobCaller } from '../../auth/policy';
 import type { Principal } from '../../auth/principal';
 import { checkPage, type Page } from '../../pagination';
@@ -504,7 +505,7 @@ export class ResearchService {
 function checkInput(input: ResearchInput, surface: ResearchSurface): { query: string; depth: ResearchDepth; language: ResearchLanguage } {
   const issues: ValidationIssue[] = [];
   const query = typeof input.query === 'string' ? input.query.trim() : '';
-  if (!query || query.length > RESEARCH_QUERY_MAX) issues.push({ loc: ['body', 'query'], msg: `must be 1 to ${RESEARCH_QUERY_MAX} characters`, type: 'string_length' });
+  if (!query || textLength(query) > RESEARCH_QUERY_MAX) issues.push({ loc: ['body', 'query'], msg: `must be 1 to ${RESEARCH_QUERY_MAX} characters`, type: 'string_length' });
   const depths: readonly string[] = surface === 'platform' ? ['standard', 'deep'] : researchDepths;
   const depth = input.depth ?? 'standard';
   if (!depths.includes(depth)) issues.push({ loc: ['body', 'depth'], msg: `must be one of ${depths.join(', ')}`, type: 'enum' });
