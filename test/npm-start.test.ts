@@ -34,12 +34,18 @@ test('SIGTERM to `npm start` stops the server it started (no orphan left on the 
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dir, HOST: '127.0.0.1', PORT: '0', SCRYPT_COST: '1024' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group, so a failed test can end the server too before its pid is known.
+    detached: true,
   });
   const server: { pid?: number } = {};
   t.after(() => {
     // Whatever failed, leave nothing running.
     if (server.pid && alive(server.pid)) process.kill(server.pid, 'SIGKILL');
-    if (npm.exitCode === null) npm.kill('SIGKILL');
+    try {
+      if (npm.pid) process.kill(-npm.pid, 'SIGKILL');
+    } catch {
+      // The group has ended: nothing of it runs.
+    }
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
