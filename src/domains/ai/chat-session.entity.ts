@@ -1,5 +1,5 @@
 import { DateTimeType, Entity, ManyToOne, OptionalProps, PrimaryKey, Property, Unique } from '@mikro-orm/core';
-import { randomUUID } from 'node:crypto';
+import { uuidv7 } from '../../ids';
 import { Company, User } from '../identity';
 
 /**
@@ -12,7 +12,7 @@ export class ChatSession {
   [OptionalProps]?: 'id' | 'createdAt' | 'updatedAt' | 'revision';
 
   @PrimaryKey({ type: 'uuid' })
-  id: string = randomUUID();
+  id: string = uuidv7();
 
   @ManyToOne(() => Company, { deleteRule: 'cascade' })
   company!: Company;

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { uuidv7 } from '../../ids';
 import type { ReadStore } from '../../db/read-store';
 import { AppError } from '../../errors/catalog';
 import { textLength } from '../../errors/text-length';
@@ -175,7 +175,7 @@ export class ChatService {
   private remember(caller: ModuleCaller, key: string, agent: ChatAgent, turns: Turn[]): AlongsideWrite {
     return (sql, now) => {
       const existing = sql.get<{ id: string; revision: number }>('select id, revision from chat_sessions where user_id = ? and key = ?', caller.userId, key);
-      const sessionId = existing?.id ?? randomUUID();
+      const sessionId = existing?.id ?? uuidv7();
       const from = existing?.revision ?? 0;
       // Strictly after the session's last message: exchanges committed in the same millisecond keep their
       // commit order when read back, as the cached history has them (ties would fall to the random ids).
@@ -197,7 +197,7 @@ export class ChatService {
       }
       // Distinct times keep the order of a turn's two messages.
       turns.forEach((turn, i) =>
-        sql.run('insert into chat_messages (id, session_id, role, content, tokens, created_at) values (?, ?, ?, ?, ?, ?)', randomUUID(), sessionId, turn.role, turn.content, turn.tokens, at + i),
+        sql.run('insert into chat_messages (id, session_id, role, content, tokens, created_at) values (?, ?, ?, ?, ?, ?)', uuidv7(), sessionId, turn.role, turn.content, turn.tokens, at + i),
       );
       sql.afterCommit(() => this.histories.appended(sessionId, from, from + 1, [...turns].reverse()));
     };
