@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeJwt } from 'jose';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
+import { assertSearchKeysInStep, bearer, build, createCompanyKey, login, PASSWORD, seedOwner } from './helper';
 import { sql } from './totp';
 import { loadConfig } from '../src/config';
 import { issueOneTimeToken } from '../src/domains/identity/one-time-tokens';
@@ -127,6 +127,8 @@ test('confirming sets the new email without a session: the new one signs in, the
   assert.equal(me.email, newEmail);
   const gqlMe = await app.inject({ method: 'POST', url: '/graphql', headers: bearer(token), payload: { query: '{ me { user { email } } }' } });
   assert.equal(gqlMe.json().data.me.user.email, newEmail);
+  // The change is a native update: it sets the email's search key too.
+  await assertSearchKeysInStep(app);
 
   assertCode(await confirm(app, link), 400, 'email_change_token_invalid');
   assertCode(await confirm(app, 'not-a-token'), 400, 'email_change_token_invalid');

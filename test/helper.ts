@@ -8,6 +8,7 @@ import { buildApp } from '../src/app';
 import type { Config } from '../src/config';
 import { inContext } from '../src/boot';
 import { hashPassword } from '../src/auth/password';
+import { searchKey } from '../src/search-key';
 import { Company } from '../src/domains/identity/company.entity';
 import { User, type Role, type UserStatus } from '../src/domains/identity/user.entity';
 
@@ -89,4 +90,23 @@ export async function seedUser(app: FastifyInstance, companyId: string, role: Ro
   });
   const [row] = await sql<{ id: string }>(app, 'select id from users where email = ?', [email]);
   return { email, userId: row!.id };
+}
+
+/**
+ * Every user's and company's search keys (users.email_key, users.name_key,
+ * companies.name_key) are the folded form of the text they stand for: what
+ * the admin lists' `q` and name sort read. A write that changes the text
+ * without its key (a native update) would leave the row unfindable.
+ */
+export async function assertSearchKeysInStep(app: FastifyInstance): Promise<void> {
+  const users = await sql<{ id: string; email: string; email_key: string; name: string | null; name_key: string | null }>(
+    app,
+    'select id, email, email_key, name, name_key from users',
+  );
+  for (const u of users) {
+    assert.equal(u.email_key, searchKey(u.email), `users.email_key of ${u.id}`);
+    assert.equal(u.name_key, u.name === null ? null : searchKey(u.name), `users.name_key of ${u.id}`);
+  }
+  const companies = await sql<{ id: string; name: string; name_key: string }>(app, 'select id, name, name_key from companies');
+  for (const c of companies) assert.equal(c.name_key, searchKey(c.name), `companies.name_key of ${c.id}`);
 }
