@@ -73,7 +73,10 @@ function compileGraphQLRoute(schema: GraphQLSchema, meter: OperationMeter, route
   if (missing.length) throw new Error(`${route.field} needs ${missing.map((a) => a.name).join(', ')} and the route maps none`);
 
   const selection = route.status === 204 ? '' : route.select !== undefined ? `{ ${route.select} }` : fullSelection(field.type);
-  const plan = route.status === 204 ? undefined : fieldOutputPlan(field, selection);
+  // A mutation's result is nullable only so that it can fail alone (subgraphs/build-subgraph.ts); a
+  // REST call runs one field, which answers a value or an error, never null.
+  const answered = operation === 'mutation' ? { ...field, type: new GraphQLNonNull(getNullableType(field.type)) } : field;
+  const plan = route.status === 204 ? undefined : fieldOutputPlan(answered, selection);
   const toBody = plan && compileRestMapper(plan);
   const variableDefinitions = args.map(([name]) => `$${name}: ${String(field.args.find((a) => a.name === name)!.type)}`);
   const document =

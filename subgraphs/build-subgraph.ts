@@ -92,6 +92,23 @@ function plainFieldsReadDirectly(): void {
   for (const type of [...metadata.objectTypes, ...metadata.interfaceTypes]) type.simpleResolvers ??= true;
 }
 
+/**
+ * Every mutation's result is nullable, whatever its resolver declares. A
+ * non-null root field that fails nulls the whole `data` (GraphQL's null
+ * propagation), so in an operation of several mutations one refusal hid the
+ * others, which had run and committed (a grant answered `data: null`). A
+ * nullable result fails alone: `data` keeps what was done, `errors` says
+ * what was not. A mutation never answers null without an error; the REST
+ * adapter declares its bodies non-null accordingly.
+ */
+function mutationResultsFailAlone(): void {
+  for (const mutation of getMetadataStorage().mutations) {
+    const options = mutation.returnTypeOptions;
+    if (options.nullable === undefined || options.nullable === false) options.nullable = true;
+    else if (options.nullable === 'items') options.nullable = 'itemsAndList';
+  }
+}
+
 type Metadata = ReturnType<typeof getMetadataStorage>;
 type HandlerMetadata = Metadata['queries'][number] | Metadata['fieldResolvers'][number];
 type ParamMetadata = NonNullable<HandlerMetadata['params']>[number];
@@ -195,6 +212,7 @@ function handlersCalledDirectly(schema: GraphQLSchema, definition: SubgraphDefin
 
 export async function buildSubgraph(definition: SubgraphDefinition): Promise<BuiltSubgraph> {
   plainFieldsReadDirectly();
+  mutationResultsFailAlone();
   const schema = await buildSchema({
     // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
     resolvers: definition.resolvers as unknown as NonEmptyArray<Function>,
