@@ -226,8 +226,8 @@ export class WebhookService {
     const object = event.data.object as unknown as Obj;
     const created = time(event.created)!;
     switch (event.type) {
+      // A delayed payment method (SEPA, ACH) completes the session unpaid; the money arrives with async_payment_succeeded.
       case 'checkout.session.completed':
-      // A delayed payment method (SEPA, ACH) completes the session unpaid; the money arrives with this one.
       case 'checkout.session.async_payment_succeeded':
         return object.mode === 'payment' ? this.topupCompleted(object) : this.subscriptionStarted(object, created);
       case 'checkout.session.async_payment_failed':
