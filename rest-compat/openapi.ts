@@ -3,7 +3,7 @@ import { errorCatalog } from '../src/domains';
 import { CURRENT_API_VERSION, PROBLEM_DETAILS_SINCE, SUPPORTED_API_VERSIONS } from '../src/version';
 import type { JsonSchema, RawRoute } from './route';
 import type { CompiledRoute } from './compile';
-import { httpValidationErrorSchema, legacyErrorSchema, problemSchema, validationErrorSchema } from './schemas';
+import { httpValidationErrorSchema, legacyErrorSchema, paymentRequiredSchema, problemSchema, validationErrorSchema } from './schemas';
 import { MAX_PARAM_LENGTH } from '../src/host/errors';
 import { UNSAFE_METHODS } from '../src/host/cookie-auth';
 
@@ -144,9 +144,11 @@ function operation(compiled: CompiledRoute, bodyRef: BodyRef): JsonSchema {
     responses[String(status)] =
       status === 422
         ? problem(description, '#/components/schemas/HTTPValidationError')
-        : status === 429 || (status === 503 && compiled.operation?.mayWait)
-          ? { ...problem(description), headers: { ...headers, 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait' } } }
-          : problem(description);
+        : status === 402
+          ? problem(description, '#/components/schemas/PaymentRequiredProblem')
+          : status === 429 || (status === 503 && compiled.operation?.mayWait)
+            ? { ...problem(description), headers: { ...headers, 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait' } } }
+            : problem(description);
   }
   return {
     operationId: route.operationId,
@@ -272,6 +274,7 @@ export function buildOpenApi(routes: readonly CompiledRoute[]): JsonSchema {
         ProblemDetail: problemSchema,
         ValidationError: validationErrorSchema,
         HTTPValidationError: httpValidationErrorSchema,
+        PaymentRequiredProblem: paymentRequiredSchema,
         LegacyError: legacyErrorSchema,
       },
     },

@@ -79,6 +79,23 @@ export const httpValidationErrorSchema: JsonSchema = {
   properties: { errors: { type: 'array', items: { $ref: '#/components/schemas/ValidationError' } } },
 };
 
+/**
+ * A 402's problem: the credit members of insufficient_credits (CREDIT_EXHAUSTED on the AI-modules API), or the budget
+ * members of budget_exhausted (BUDGET_EXHAUSTED). Declared once for every 402 (rest-compat/openapi.ts).
+ */
+export const paymentRequiredSchema: JsonSchema = {
+  allOf: [{ $ref: '#/components/schemas/ProblemDetail' }],
+  type: 'object',
+  description: 'insufficient_credits carries required and balance; budget_exhausted carries budget, spend and currency',
+  properties: {
+    required: { type: 'integer', minimum: 0, description: 'insufficient_credits: the credits the operation needs' },
+    balance: { type: 'integer', minimum: 0, description: 'insufficient_credits: the credits available' },
+    budget: { type: 'string', pattern: '^\\d{1,9}(\\.\\d{1,6})?$', description: "budget_exhausted: the period's spending budget, decimal" },
+    spend: { type: 'string', pattern: '^\\d{1,9}(\\.\\d{1,6})?$', description: 'budget_exhausted: the spend of the period so far, decimal' },
+    currency: { type: 'string', description: 'budget_exhausted: the currency of budget and spend (ISO 4217, lower-case)' },
+  },
+};
+
 /** The error body of the versions before RFC 9457 (src/host/problem.ts), declared beside the problem on every error answer. */
 export const legacyErrorSchema: JsonSchema = {
   type: 'object',

@@ -282,9 +282,11 @@ test('a top-up is credited once whichever of its two events arrives first', asyn
       client_reference_id: c.a.companyId,
       payment_intent: 'pi_1',
       payment_status: 'paid',
+      amount_total: 500,
+      currency: 'usd',
       metadata,
     });
-    const intent = event('payment_intent.succeeded', { id: 'pi_1', object: 'payment_intent', status: 'succeeded', metadata });
+    const intent = event('payment_intent.succeeded', { id: 'pi_1', object: 'payment_intent', status: 'succeeded', amount_received: 500, currency: 'usd', metadata });
     for (const which of order) assert.equal((await deliver(app, which === 'checkout' ? checkout : intent)).statusCode, 200);
     await deliver(app, intent);
     const balance = app.domains.billing.ledger.balance(c.a.companyId);
@@ -624,4 +626,225 @@ test('on-premise, one Idempotency-Key is one plan change: up, down, up answers t
   assert.equal((await sql(app, "select 1 from audit_events where action = 'billing.plan_changed'")).length, 2);
   assert.equal((await planChangeRows(app)).length, 2);
   await assertLedgerAddsUp(app);
+});
+
+const outcomeOf = async (app: FastifyInstance, id: string) =>
+  (await sql<{ outcome: string }>(app, 'select outcome from processor_events where id = ?', [id]))[0]?.outcome;
+
+const topupIntent = (companyId: string, id: string, credits: unknown, amount: unknown = 500, currency: unknown = 'usd') => ({
+  id,
+  object: 'payment_intent',
+  status: 'succeeded',
+  amount_received: amount,
+  currency,
+  metadata: { kind: 'topup', company_id: companyId, credits },
+});
+
+test('a webhook top-up that would take the balance past 2,147,483,647 credits is recorded as failed, answered 200 and credits nothing', async (t) => {
+  const { app, c } = await stripeApp(t);
+  for (const [credits, reason] of [[1_000_000_000, 'one'], [1_000_000_000, 'two'], [147_481_000, 'three']] as const) {
+    assert.equal((await app.inject({ method: 'POST', url: `/v1/admin/companies/${c.a.companyId}/credits/grant`, headers: { authorization: `Bearer ${c.tokens.superadmin}`, 'x-request-id': `ceil-${reason}` }, payload: { credits, reason } })).statusCode, 200);
+  }
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).available, 2_147_483_000);
+  const body = event('payment_intent.succeeded', topupIntent(c.a.companyId, 'pi_ceiling', '1000', 1000));
+  const res = await deliver(app, body);
+  assert.equal(res.statusCode, 200, res.body);
+  assert.equal(await outcomeOf(app, body.id), 'failed');
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).purchased, 0);
+  // Stripe's retry of it is a duplicate, not another failure to retry for days.
+  assert.equal((await deliver(app, body)).json().duplicate, true);
+  assert.equal((await call(app, c.tokens.ownerA, 'GET', '/v1/billing/credits')).statusCode, 200);
+  await assertLedgerAddsUp(app);
+});
+
+test('a subscription checkout completed unpaid activates nothing; async_payment_succeeded activates it, async_payment_failed never does', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const unpaid = { ...subscriptionCheckout(c.a.companyId), payment_status: 'unpaid' };
+  assert.equal((await deliver(app, event('checkout.session.completed', unpaid))).statusCode, 200);
+  let balance = app.domains.billing.ledger.balance(c.a.companyId);
+  assert.equal(balance.monthly, 2000, 'no professional credits before the money');
+  let summary = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.equal(summary.plan.id, 'starter');
+  assert.notEqual(summary.status, 'active');
+  const paid = await deliver(app, event('checkout.session.async_payment_succeeded', { ...unpaid, payment_status: 'paid' }));
+  assert.equal(paid.statusCode, 200, paid.body);
+  balance = app.domains.billing.ledger.balance(c.a.companyId);
+  assert.equal(balance.monthly, 6000);
+  summary = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.deepEqual([summary.plan.id, summary.status], ['professional', 'active']);
+
+  const unpaidB = { ...subscriptionCheckout(c.b.companyId, 'sub_b', 'cus_b'), payment_status: 'unpaid' };
+  await deliver(app, event('checkout.session.completed', unpaidB));
+  const failed = event('checkout.session.async_payment_failed', unpaidB);
+  assert.equal((await deliver(app, failed)).statusCode, 200);
+  assert.ok(await outcomeOf(app, failed.id));
+  assert.equal(app.domains.billing.ledger.balance(c.b.companyId).monthly, 2000);
+  const summaryB = (await call(app, c.tokens.ownerB, 'GET', '/v1/admin/billing/summary')).json();
+  assert.equal(summaryB.plan.id, 'starter');
+  assert.notEqual(summaryB.status, 'active');
+  await assertLedgerAddsUp(app);
+});
+
+test("events of another subscription of the same customer leave the company's subscription, plan and period as they are", async (t) => {
+  const { app, c } = await stripeApp(t);
+  await deliver(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId, 'sub_old', 'cus_a')));
+  const before = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.deepEqual([before.plan.id, before.status], ['professional', 'active']);
+  const now = Math.floor(Date.now() / 1000);
+  const addon = {
+    id: 'sub_addon',
+    object: 'subscription',
+    customer: 'cus_a',
+    status: 'active',
+    cancel_at_period_end: true,
+    items: { data: [{ price: { id: 'price_starter' }, quantity: 3, current_period_start: now - 40 * day, current_period_end: now - 10 * day }] },
+  };
+  const updated = event('customer.subscription.updated', addon);
+  assert.equal((await deliver(app, updated)).statusCode, 200);
+  assert.equal(await outcomeOf(app, updated.id), 'ignored');
+  const deleted = event('customer.subscription.deleted', { ...addon, status: 'canceled' });
+  assert.equal((await deliver(app, deleted)).statusCode, 200);
+  assert.equal(await outcomeOf(app, deleted.id), 'ignored');
+  const failed = event('invoice.payment_failed', invoice('in_addon', 'cus_a', 'sub_addon', 'subscription_cycle', now, 'open'));
+  await deliver(app, failed);
+  const after = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.deepEqual(
+    [after.plan.id, after.status, after.cancel_at_period_end, after.seats, after.period_end],
+    ['professional', 'active', false, 1, before.period_end],
+  );
+  assert.equal((await outbox(app, 'subscription_cancelled')).length, 0);
+});
+
+test('the webhook checks the signature before the body: a non-object body is 400 webhook_signature_invalid unsigned, webhook_event_invalid signed', async (t) => {
+  const { app } = await stripeApp(t);
+  for (const payload of ['[]', 'null', '"str"', '42']) {
+    const unsigned = await app.inject({ method: 'POST', url: '/v1/billing/webhook', headers: { 'content-type': 'application/json' }, payload });
+    assertCode(unsigned, 400, 'webhook_signature_invalid');
+    const wrong = await app.inject({ method: 'POST', url: '/v1/billing/webhook', headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=deadbeef' }, payload });
+    assertCode(wrong, 400, 'webhook_signature_invalid');
+    const signature = Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
+    const signed = await app.inject({ method: 'POST', url: '/v1/billing/webhook', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, payload });
+    assertCode(signed, 400, 'webhook_event_invalid');
+  }
+  assert.equal((await sql(app, 'select * from processor_events')).length, 0);
+});
+
+test('webhook top-up credits are read strictly, within the top-up bounds, and only when the amount paid matches; anything else is a failed event, answered 200', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const cases: [string, unknown, unknown, unknown][] = [
+    ['pi_exp', '1e3', 1000, 'usd'],
+    ['pi_space', ' 500', 500, 'usd'],
+    ['pi_hex', '0x10', 16, 'usd'],
+    ['pi_above', '1000001', 1000001, 'usd'],
+    ['pi_below', '50', 50, 'usd'],
+    ['pi_huge', '2147483648', 2147483648, 'usd'],
+    ['pi_number', 500, 500, 'usd'],
+    ['pi_underpaid', '500', 1, 'usd'],
+    ['pi_currency', '500', 500, 'eur'],
+    ['pi_no_amount', '500', null, 'usd'],
+  ];
+  for (const [id, credits, amount, currency] of cases) {
+    const body = event('payment_intent.succeeded', topupIntent(c.a.companyId, id, credits, amount, currency));
+    const res = await deliver(app, body);
+    assert.equal(res.statusCode, 200, `${id}: ${res.body}`);
+    assert.equal(await outcomeOf(app, body.id), 'failed', id);
+  }
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).purchased, 0);
+  // A checkout Atrium opened sells what it recorded, whatever the metadata says.
+  const opened = await call(app, c.tokens.ownerA, 'POST', '/v1/billing/topup', { credits: 500 });
+  assert.equal(opened.statusCode, 200, opened.body);
+  const sessionId = opened.json().session_id as string;
+  const tampered = event('checkout.session.completed', {
+    id: sessionId, object: 'checkout.session', mode: 'payment', client_reference_id: c.a.companyId, payment_intent: 'pi_tampered',
+    payment_status: 'paid', amount_total: 600, currency: 'usd', metadata: { kind: 'topup', company_id: c.a.companyId, credits: '600' },
+  });
+  assert.equal((await deliver(app, tampered)).statusCode, 200);
+  assert.equal(await outcomeOf(app, tampered.id), 'failed');
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).purchased, 0);
+  const good = event('payment_intent.succeeded', topupIntent(c.a.companyId, 'pi_good', '500', 500, 'usd'));
+  await deliver(app, good);
+  assert.equal(await outcomeOf(app, good.id), 'applied');
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).purchased, 500);
+  await assertLedgerAddsUp(app);
+});
+
+test('a late payment of an older invoice never moves the subscription period backwards', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const base = Math.floor(+calendarPeriod(new Date()).periodStart / 1000);
+  await deliver(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), base + 60));
+  await deliver(app, event('invoice.payment_succeeded', invoice('in_1', 'cus_1', 'sub_1', 'subscription_create', base + 60), base + 65));
+  const n = base + 60 + 30 * day;
+  await deliver(app, event('invoice.payment_failed', invoice('in_n', 'cus_1', 'sub_1', 'subscription_cycle', n, 'open'), base + 100));
+  await deliver(app, event('invoice.payment_succeeded', invoice('in_n1', 'cus_1', 'sub_1', 'subscription_cycle', n + 30 * day), base + 200));
+  const current = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.equal(Date.parse(current.period_start), (n + 30 * day) * 1000);
+  await deliver(app, event('invoice.payment_succeeded', invoice('in_n', 'cus_1', 'sub_1', 'subscription_cycle', n), base + 300));
+  const after = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/summary')).json();
+  assert.deepEqual([after.period_start, after.period_end, after.status], [current.period_start, current.period_end, 'active']);
+  const customers = (await call(app, c.tokens.superadmin, 'GET', '/v1/admin/billing/customers')).json();
+  assert.equal(customers.items.find((x: { company_id: string }) => x.company_id === c.a.companyId).period_end, current.period_end);
+});
+
+test('overview mrr is the live subscription\'s recurring price, never a proration or a manual invoice', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const base = Math.floor(+calendarPeriod(new Date()).periodStart / 1000);
+  const mrr = async () => (await call(app, c.tokens.superadmin, 'GET', '/v1/admin/billing/overview')).json().mrr;
+  await deliver(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), base + 60));
+  await deliver(app, event('invoice.payment_succeeded', invoice('in_c1', 'cus_1', 'sub_1', 'subscription_create', base + 60), base + 65));
+  assert.equal(await mrr(), '49.00');
+  await deliver(app, event('invoice.payment_succeeded', { ...invoice('in_c2', 'cus_1', 'sub_1', 'subscription_update', base + 70), amount_paid: 1234, amount_due: 1234 }, base + 70));
+  await deliver(app, event('invoice.payment_succeeded', { ...invoice('in_c3', 'cus_1', 'sub_1', 'manual', base + 80), amount_paid: 99, amount_due: 99 }, base + 80));
+  assert.equal(await mrr(), '49.00', 'from the recurring invoice, not the proration or the manual one');
+  // Once the subscription reports its price: that price times its seats.
+  await deliver(
+    app,
+    event('customer.subscription.updated', {
+      id: 'sub_1', object: 'subscription', customer: 'cus_1', status: 'active', cancel_at_period_end: false,
+      items: { data: [{ price: { id: 'price_pro', unit_amount: 4900, currency: 'usd' }, quantity: 3 }] },
+    }, base + 90),
+  );
+  assert.equal(await mrr(), '147.00');
+});
+
+test('the invoice mirror stores only what the API documents: no negative or huge amounts, no unknown status or currency, https links only, three-decimal currencies scaled', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const now = Math.floor(Date.now() / 1000);
+  const send = (id: string, over: Record<string, unknown>) =>
+    deliver(app, event('invoice.payment_succeeded', { ...invoice(id, 'cus_m', 'sub_m', 'manual', now), customer: undefined, parent: undefined, metadata: { company_id: c.a.companyId }, ...over }));
+  // The company is named by the invoice's metadata only when its customer is on record, so start a subscription first.
+  await deliver(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId, 'sub_m', 'cus_m')));
+  for (const [id, over] of [
+    ['in_neg', { customer: 'cus_m', amount_due: -500 }],
+    ['in_huge', { customer: 'cus_m', amount_due: 1e20, amount_paid: 1e20 }],
+    ['in_status', { customer: 'cus_m', status: 'hacked' }],
+    ['in_cur', { customer: 'cus_m', currency: 'u$d' }],
+    ['in_js', { customer: 'cus_m', hosted_invoice_url: 'javascript:alert(1)' }],
+    ['in_bhd', { customer: 'cus_m', currency: 'bhd', amount_due: 4900, amount_paid: 4900 }],
+  ] as const) {
+    assert.equal((await send(id, over)).statusCode, 200, id);
+  }
+  const items = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/invoices?per_page=50')).json().items as Record<string, string>[];
+  const byId = new Map(items.map((i) => [i.id, i]));
+  for (const item of items) {
+    assert.match(item.amount_due!, /^\d{1,9}(\.\d{1,6})?$/, item.id);
+    assert.match(item.amount_paid!, /^\d{1,9}(\.\d{1,6})?$/, item.id);
+    assert.ok(['draft', 'open', 'paid', 'uncollectible', 'void'].includes(item.status!), item.id);
+    assert.match(item.currency!, /^[a-z]{3}$/, item.id);
+    assert.ok(item.hosted_url === null || item.hosted_url!.startsWith('https://'), item.id);
+  }
+  assert.equal(byId.get('in_js')!.hosted_url, null);
+  assert.equal(byId.get('in_bhd')!.amount_paid, '4.90');
+});
+
+test('a top-up Idempotency-Key reused with another return URL is 409 sent one after the other too; the URL forwarded is the normalised one that was checked', async (t) => {
+  const { app, fake, c } = await stripeApp(t);
+  const send = (payload: Record<string, unknown>, key: string) =>
+    app.inject({ method: 'POST', url: '/v1/admin/billing/topup/checkout', headers: { authorization: `Bearer ${c.tokens.ownerA}`, 'idempotency-key': key }, payload });
+  const first = await send({ credits: 500, success_url: 'http://127.0.0.1:8080/ok-1' }, 'same-key');
+  assert.equal(first.statusCode, 200, first.body);
+  assert.equal((await send({ credits: 500, success_url: 'http://127.0.0.1:8080/ok-1' }, 'same-key')).json().session_id, first.json().session_id);
+  assertCode(await send({ credits: 500, success_url: 'http://127.0.0.1:8080/ok-2' }, 'same-key'), 409, 'conflict');
+  const odd = await send({ credits: 500, success_url: 'http://127.0.0.1:8080\\@evil.test' }, 'odd-url');
+  assert.equal(odd.statusCode, 200, odd.body);
+  assert.equal(fake.requests.filter((r) => r.path === '/v1/checkout/sessions').at(-1)!.body.success_url, 'http://127.0.0.1:8080/@evil.test');
 });

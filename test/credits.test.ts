@@ -268,3 +268,81 @@ test("numbers beyond GraphQL's 32-bit Int are a validation issue at their reques
   );
   assert.equal(app.domains.billing.ledger.balance(c.a.companyId).granted, 0);
 });
+
+test('a grant that would take the balance past 2,147,483,647 credits is refused with 422 before anything is written; the balance stays readable', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const grant = (n: number) =>
+    app.inject({
+      method: 'POST',
+      url: `/v1/admin/companies/${c.b.companyId}/credits/grant`,
+      headers: { authorization: `Bearer ${c.tokens.superadmin}`, 'x-request-id': `overflow-${n}` },
+      payload: { credits: 1_000_000_000, reason: `overflow ${n}` },
+    });
+  assert.equal((await grant(0)).statusCode, 200);
+  assert.equal((await grant(1)).statusCode, 200);
+  const third = await grant(2);
+  assertInvalid(third, 'body.credits');
+  assert.match(third.json().detail, /above the maximum of 2147483647/);
+  assert.equal(app.domains.billing.ledger.balance(c.b.companyId).granted, 2_000_000_000);
+  const [{ n }] = await sql<{ n: number }>(app, "select count(*) as n from audit_events where action = 'credits.granted'");
+  assert.equal(n, 2);
+  assert.equal((await call(app, c.tokens.superadmin, 'GET', `/v1/billing/credits?company_id=${c.b.companyId}`)).statusCode, 200);
+  assert.equal((await call(app, c.tokens.superadmin, 'GET', '/v1/admin/billing/customers')).statusCode, 200);
+  await assertLedgerAddsUp(app);
+});
+
+test('a grant is one grant whichever surface carries its X-Request-Id: GraphQL then REST grants once', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const headers = { authorization: `Bearer ${c.tokens.superadmin}`, 'x-request-id': 'both-surfaces-1' };
+  const viaGraphql = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers,
+    payload: { query: 'mutation($cid: ID!) { grantCredits(companyId: $cid, input: { credits: 10, reason: "a" }) { granted } }', variables: { cid: c.a.companyId } },
+  });
+  assert.equal(viaGraphql.json().data?.grantCredits?.granted, 10, viaGraphql.body);
+  const viaRest = await app.inject({ method: 'POST', url: `/v1/admin/companies/${c.a.companyId}/credits/grant`, headers, payload: { credits: 10, reason: 'a' } });
+  assert.equal(viaRest.statusCode, 200, viaRest.body);
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).granted, 10);
+});
+
+test('a revoke of one credit too many says "needs 1 credit"', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  await call(app, c.tokens.superadmin, 'POST', `/v1/admin/companies/${c.a.companyId}/credits/revoke`, { credits: 2000, reason: 'all' });
+  const res = await call(app, c.tokens.superadmin, 'POST', `/v1/admin/companies/${c.a.companyId}/credits/revoke`, { credits: 1, reason: 'one more' });
+  assertInvalid(res, 'body.credits');
+  assert.match(res.json().detail, /needs 1 credit; balance 0$/);
+});
+
+test('GraphQL setSpendingBudget without a budget reports the issue at ["input","budget"]', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const res = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: { authorization: `Bearer ${c.tokens.superadmin}` },
+    payload: { query: 'mutation($cid: ID!) { setSpendingBudget(companyId: $cid, input: {}) { budget } }', variables: { cid: c.a.companyId } },
+  });
+  const error = res.json().errors?.[0];
+  assert.ok(error, res.body);
+  assert.deepEqual(error.extensions.errors.map((e: { loc: string[] }) => e.loc), [['input', 'budget']], res.body);
+});
+
+test('OpenAPI declares the members of every 402: required and balance, or budget, spend and currency', async (t) => {
+  const app = await build(t);
+  const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  const refs: string[] = [];
+  for (const item of Object.values(doc.paths) as Record<string, { responses?: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> }>[]) {
+    for (const op of Object.values(item)) {
+      const paymentRequired = op.responses?.['402'];
+      if (paymentRequired) refs.push(paymentRequired.content!['application/problem+json']!.schema.$ref!);
+    }
+  }
+  assert.ok(refs.length >= 6, `402 responses: ${refs.length}`);
+  assert.deepEqual([...new Set(refs)], ['#/components/schemas/PaymentRequiredProblem']);
+  const schema = doc.components.schemas.PaymentRequiredProblem;
+  assert.deepEqual(Object.keys(schema.properties).sort(), ['balance', 'budget', 'currency', 'required', 'spend']);
+});

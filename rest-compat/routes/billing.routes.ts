@@ -30,7 +30,13 @@ export const billingRoutes: RestRoute[] = [
       'duplicate answers 200 and changes nothing), from its own payload, in one transaction with its ledger entries and ' +
       'mail; per subscription an event older than one already applied changes nothing. Handled: checkout.session.completed, ' +
       'invoice.payment_succeeded, invoice.payment_failed, customer.subscription.updated, customer.subscription.deleted, ' +
-      'customer.subscription.trial_will_end, payment_intent.succeeded; any other type answers 200. ' +
+      'customer.subscription.trial_will_end, payment_intent.succeeded, checkout.session.async_payment_succeeded and ' +
+      "checkout.session.async_payment_failed; any other type answers 200. A subscription checkout completed unpaid (a delayed " +
+      'payment method) activates nothing until its payment succeeds. Events of another subscription than the company\'s live one ' +
+      'change nothing, and a period never moves backwards. A top-up is credited only when its metadata.credits is a decimal ' +
+      'integer within TOPUP_MIN_CREDITS to TOPUP_MAX_CREDITS, matches the checkout Atrium opened, and the amount and currency ' +
+      'paid are its price at TOPUP_PRICE_PER_CREDIT, and when it keeps the balance within 2,147,483,647 credits; otherwise ' +
+      'the event is recorded as failed, logged, and answered 200 (a retry could not change it). ' +
       ON_PREMISE,
     tag: 'Billing',
     auth: 'public',
@@ -39,7 +45,8 @@ export const billingRoutes: RestRoute[] = [
       400: 'webhook_signature_invalid: missing, stale or wrong signature; webhook_event_invalid: a signed body that is not a readable event',
       503: 'payment_processor_not_configured (on-premise mode)',
     },
-    request: { body: { type: 'object', description: 'A Stripe event object' } },
+    // No type here: the body is read only once the signature matched (a signed non-object is webhook_event_invalid).
+    request: { body: { description: 'A Stripe event object (checked only after its signature)' } },
     response: {
       type: 'object',
       required: ['received', 'duplicate'],
@@ -85,9 +92,11 @@ export const billingRoutes: RestRoute[] = [
     operationId: 'changePlan',
     summary: 'Change the plan',
     description:
-      'PlanChangeRequest: plan_id. Owners only. An upgrade applies at once and adds the difference of monthly credits for ' +
-      'the rest of the period; a downgrade applies from the next period. With Stripe, a live subscription changes its price ' +
-      'with proration; a company without one gets effective=checkout and a checkout_url to subscribe. On-premise the change ' +
+      'PlanChangeRequest: plan_id. Owners only. An upgrade applies at once and adds the full difference of monthly credits ' +
+      '(not prorated by what is left of the period; once per period and plan) for the rest of the period; a downgrade applies ' +
+      'from the next period and refunds nothing. With Stripe, a live subscription changes its price, an upgrade invoiced at once ' +
+      "with Stripe's proration of the price difference; a company without one gets effective=checkout and a checkout_url to " +
+      'subscribe. On-premise the change ' +
       'is immediate. The current plan again is 409; an unknown plan 422. Audited billing.plan_changed. Send an Idempotency-Key ' +
       'header (1 to 255 visible ASCII characters) to make a retry safe: the same key and plan_id answer the first change again, ' +
       'its checkout_url included, and change nothing, at the processor or here; the same key with another plan_id is 409; an ' +

@@ -1,7 +1,7 @@
 import { body, path, type RestRoute } from '../route';
 import { pageArgs } from '../pagination';
 import { actingCompany } from '../schemas';
-import { GRANT_REASON_MAX, MAX_CREDITS_PER_WRITE, TRANSACTIONS_PER_PAGE } from '../../src/domains/billing';
+import { GRANT_REASON_MAX, MAX_BALANCE, MAX_CREDITS_PER_WRITE, TRANSACTIONS_PER_PAGE } from '../../src/domains/billing';
 
 const company = { companyId: path('company_id') };
 const SUPERADMIN_ONLY =
@@ -32,10 +32,17 @@ export const creditRoutes: RestRoute[] = [
     summary: 'Grant credits',
     description:
       `CreditGrantRequest: credits (1 to ${MAX_CREDITS_PER_WRITE}) and reason (1 to ${GRANT_REASON_MAX} characters). Granted ` +
-      `credits never expire and are spent after the monthly ones. ${SUPERADMIN_ONLY} ${IDEMPOTENT} Audited credits.granted.`,
+      `credits never expire and are spent after the monthly ones. A company holds at most ${MAX_BALANCE} credits in all ` +
+      `(monthly + granted + purchased + held, the GraphQL Int maximum): a grant past it is 422 at credits and writes nothing. ` +
+      `${SUPERADMIN_ONLY} ${IDEMPOTENT} Audited credits.granted.`,
     tag: 'Billing',
     status: 200,
-    problems: { 403: 'forbidden: the caller is not a platform superadmin', 404: 'No such company', 409: 'The X-Request-Id was used for another grant' },
+    problems: {
+      403: 'forbidden: the caller is not a platform superadmin',
+      404: 'No such company',
+      409: 'The X-Request-Id was used for another grant',
+      422: `validation_error: the body does not match its schema, or the grant would take the balance past ${MAX_BALANCE} credits`,
+    },
     field: 'grantCredits',
     args: { ...company, input: body() },
     bodyHints: { title: 'CreditGrantRequest' },

@@ -36,6 +36,7 @@ export {
   calendarPeriod,
   GRANT_REASON_MAX,
   MAX_CREDITS_PER_WRITE,
+  MAX_BALANCE,
   TRANSACTIONS_PER_PAGE,
   type CreditBalance,
   type CreditBucket,

@@ -18,6 +18,13 @@ export const TRANSACTIONS_PER_PAGE = 50;
 /** The most credits one ledger write may move: far above any plan, far below 2^53. */
 export const MAX_CREDITS_PER_WRITE = 1_000_000_000;
 export const GRANT_REASON_MAX = 500;
+/**
+ * The most credits a company may hold in all (monthly + granted + purchased +
+ * held): GraphQL answers each bucket and their sum as Int, a 32-bit signed
+ * integer. A write that would pass it is refused (422) before anything is written,
+ * so a balance is always readable.
+ */
+export const MAX_BALANCE = 2_147_483_647;
 
 export type CreditBucket = 'monthly' | 'granted' | 'purchased';
 
@@ -210,6 +217,8 @@ export class LedgerService {
       if (this.entryExists(sql, a.companyId, key)) return false;
       const account = this.account(sql, a.companyId, now, true)!;
       if (account.period_start !== null && +a.periodStart < account.period_start) return false;
+      // The new period's credits replace the monthly bucket; the rest stays.
+      checkCeiling(account.granted + account.purchased + account.held, a.credits, ['credits']);
       if (account.monthly > 0) {
         this.entry(sql, now, a.companyId, 'expiry', `expiry:${account.period_key ?? 'initial'}`, account.monthly, { monthly: -account.monthly }, {
           periodKey: account.period_key,
@@ -413,8 +422,8 @@ export class LedgerService {
     const caller = requireAuthenticated(principal);
     if (!isSuperadmin(caller)) throw new AppError('forbidden', 'Only a platform superadmin may set a spending budget');
     // Removing a spending limit is said with null, never inferred from a member left out.
-    if (budget === undefined) throw AppError.validation([{ loc: ['budget'], msg: 'required: an amount, or null to remove the budget', type: 'missing' }]);
-    const micros = budget === null ? null : parseMoney(budget, ['budget']);
+    if (budget === undefined) throw AppError.validation([{ loc: ['body', 'budget'], msg: 'required: an amount, or null to remove the budget', type: 'missing' }]);
+    const micros = budget === null ? null : parseMoney(budget, ['body', 'budget']);
     return transaction(this.orm, async () => {
       const before = await this.write(companyId, (sql, now) => {
         const account = this.account(sql, companyId, now, false);
@@ -500,6 +509,7 @@ export class LedgerService {
           return null;
         }
         if (kind === 'grant') {
+          checkCeiling(account.monthly + account.granted + account.purchased + account.held, input.credits, ['body', 'credits']);
           this.move(sql, now, companyId, 'grant', entryKey, input.credits, { granted: input.credits }, { reason, actorId });
           return { granted: input.credits };
         }
@@ -507,7 +517,7 @@ export class LedgerService {
         if (input.credits > available) {
           throw AppError.validation(
             [{ loc: ['body', 'credits'], msg: `must be at most the balance of ${available}`, type: 'less_than_equal' }],
-            `A revoke cannot take the balance below zero: needs ${input.credits} credits; balance ${available}`,
+            `A revoke cannot take the balance below zero: needs ${creditsText(input.credits)}; balance ${available}`,
           );
         }
         const granted = Math.min(account.granted, input.credits);
@@ -537,6 +547,7 @@ export class LedgerService {
     return this.write(companyId, (sql, now) => {
       if (this.entryExists(sql, companyId, key)) return false;
       const account = this.account(sql, companyId, now, true)!;
+      checkCeiling(account.monthly + account.granted + account.purchased + account.held, credits, ['credits']);
       this.move(sql, now, companyId, kind, key, credits, { [bucket]: credits }, { periodKey: bucket === 'monthly' ? account.period_key : null });
       return true;
     });
@@ -663,6 +674,20 @@ function checkCredits(credits: number, loc: (string | number)[], zeroAllowed = f
   if (!Number.isInteger(credits) || credits < (zeroAllowed ? 0 : 1) || credits > MAX_CREDITS_PER_WRITE) {
     throw AppError.validation([{ loc, msg: `must be an integer from ${zeroAllowed ? 0 : 1} to ${MAX_CREDITS_PER_WRITE}`, type: 'range' }]);
   }
+}
+
+/** 422 when adding `credits` to a company's `total` would pass MAX_BALANCE (checked inside the write, so nothing is written). */
+function checkCeiling(total: number, credits: number, loc: (string | number)[]): void {
+  if (total + credits <= MAX_BALANCE) return;
+  throw AppError.validation(
+    [{ loc, msg: `must be at most ${Math.max(0, MAX_BALANCE - total)}: a balance may not exceed ${MAX_BALANCE} credits`, type: 'less_than_equal' }],
+    `This would take the company's balance to ${total + credits} credits, above the maximum of ${MAX_BALANCE}; nothing was written`,
+  );
+}
+
+/** "1 credit", "2 credits". */
+export function creditsText(n: number): string {
+  return `${n} ${n === 1 ? 'credit' : 'credits'}`;
 }
 
 function toBalance(row: AccountRow): CreditBalance {

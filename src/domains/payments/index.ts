@@ -57,7 +57,7 @@ export const paymentsDomain = defineDomain({
         publicUrl: config.publicUrl,
         corsOrigins: config.corsOrigins,
       }),
-      webhook: new WebhookService(kernel.orm, stripe, config.payments.stripe, ledger, plans, deps.identity.accounts, kernel.mailer, kernel.log),
+      webhook: new WebhookService(kernel.orm, stripe, config.payments.stripe, ledger, plans, deps.identity.accounts, kernel.mailer, kernel.log, config.payments),
     };
   },
   // Existing companies get the current month's credits on the first start after an upgrade, not an hour later (idempotent).

@@ -4,7 +4,7 @@ import { DateTimeType, Entity, Index, OptionalProps, PrimaryKey, Property } from
 @Entity({ tableName: 'invoices' })
 @Index({ name: 'invoices_company_id_created_at_index', properties: ['companyId', 'createdAt'] })
 export class Invoice {
-  [OptionalProps]?: 'number' | 'hostedUrl' | 'periodStart' | 'periodEnd' | 'lastEventAt';
+  [OptionalProps]?: 'number' | 'hostedUrl' | 'periodStart' | 'periodEnd' | 'lastEventAt' | 'billingReason';
 
   /** The processor's invoice id. */
   @PrimaryKey({ type: 'string', length: 255 })
@@ -36,6 +36,10 @@ export class Invoice {
 
   @Property({ type: 'string', length: 2048, nullable: true })
   hostedUrl: string | null = null;
+
+  /** subscription_create, subscription_cycle, subscription_update (proration), manual, ...; null when not reported. */
+  @Property({ type: 'string', length: 64, nullable: true })
+  billingReason: string | null = null;
 
   /** When the processor created the invoice. */
   @Property({ type: DateTimeType })

@@ -1,6 +1,7 @@
 import { DateTimeType, Entity, OptionalProps, PrimaryKey, Property } from '@mikro-orm/core';
 
-export const eventOutcomes = ['applied', 'stale', 'ignored', 'unmatched'] as const;
+/** failed: signed and read, but unusable as it is (a top-up whose credits do not match its payment, a balance past its maximum); logged, never retried. */
+export const eventOutcomes = ['applied', 'stale', 'ignored', 'unmatched', 'failed'] as const;
 export type EventOutcome = (typeof eventOutcomes)[number];
 
 /** A processor event Atrium received: its id is the key that applies it once. */

@@ -10,7 +10,7 @@ export type SubscriptionStatus = (typeof subscriptionStatuses)[number];
  */
 @Entity({ tableName: 'subscriptions' })
 export class Subscription {
-  [OptionalProps]?: 'subscriptionId' | 'seats' | 'cancelAtPeriodEnd' | 'periodStart' | 'periodEnd' | 'trialEnd' | 'lastEventAt' | 'updatedAt';
+  [OptionalProps]?: 'subscriptionId' | 'seats' | 'unitAmount' | 'priceCurrency' | 'cancelAtPeriodEnd' | 'periodStart' | 'periodEnd' | 'trialEnd' | 'lastEventAt' | 'updatedAt';
 
   @PrimaryKey({ type: 'uuid' })
   companyId!: string;
@@ -30,6 +30,13 @@ export class Subscription {
 
   @Property({ type: 'integer' })
   seats: number = 1;
+
+  /** The recurring price per seat in the currency's minor unit, as the processor last reported it (MRR); null: not reported. */
+  @Property({ type: 'integer', nullable: true })
+  unitAmount: number | null = null;
+
+  @Property({ type: 'string', length: 3, nullable: true })
+  priceCurrency: string | null = null;
 
   @Property({ type: 'boolean' })
   cancelAtPeriodEnd: boolean = false;

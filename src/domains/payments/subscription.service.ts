@@ -69,7 +69,7 @@ export interface BillingOverview {
   companies: number;
   byPlan: { key: string; count: number }[];
   byStatus: { key: string; count: number }[];
-  /** Monthly recurring revenue: the last paid invoice of each live subscription, decimal. */
+  /** Monthly recurring revenue: each live subscription's recurring price times its seats (else its last first-or-renewal invoice), decimal. */
   mrr: string;
   currency: string;
   creditsAllocated30d: number;
@@ -287,12 +287,17 @@ export class SubscriptionService {
     const stripe = this.requireStripe();
     const key = clientIdempotencyKey(meta);
     const em = currentEm(this.orm);
+    // One key is one request: other credits or other return URLs under it are 409, whether the first finished or runs alongside.
+    const requestHash = sha256Hex(JSON.stringify([input.credits, successUrl, cancelUrl]));
+    const sameRequest = (row: TopupSession) => {
+      if (row.credits !== input.credits || (row.requestHash !== null && row.requestHash !== requestHash)) {
+        throw new AppError('conflict', 'This Idempotency-Key was used for a different top-up');
+      }
+      return this.topupView(row);
+    };
     if (key) {
       const earlier = await em.findOne(TopupSession, { companyId: caller.companyId, idempotencyKey: key });
-      if (earlier) {
-        if (earlier.credits !== input.credits) throw new AppError('conflict', 'This Idempotency-Key was used for a different top-up');
-        return this.topupView(earlier);
-      }
+      if (earlier) return sameRequest(earlier);
     }
     const currency = this.ledger.currency;
     const amount = minorFromMicros(input.credits * parseMoney(this.config.topupPricePerCredit, ['TOPUP_PRICE_PER_CREDIT']), currency);
@@ -322,6 +327,7 @@ export class SubscriptionService {
         id: session.id,
         companyId: caller.companyId,
         idempotencyKey: key,
+        requestHash,
         credits: input.credits,
         amount,
         currency,
@@ -339,8 +345,7 @@ export class SubscriptionService {
       const stored =
         (await em.findOne(TopupSession, { id: session.id })) ?? (key ? await em.findOne(TopupSession, { companyId: caller.companyId, idempotencyKey: key }) : null);
       if (!stored) throw error;
-      if (stored.credits !== input.credits) throw new AppError('conflict', 'This Idempotency-Key was used for a different top-up');
-      return this.topupView(stored);
+      return sameRequest(stored);
     }
     return this.topupView(row);
   }
@@ -383,7 +388,17 @@ export class SubscriptionService {
     let mrrMicros = 0;
     for (const sub of subs.values()) {
       if (!(LIVE as readonly string[]).includes(sub.status)) continue;
-      const last = await em.findOne(Invoice, { companyId: sub.companyId, status: 'paid' }, { orderBy: { createdAt: 'desc' } });
+      // The subscription's recurring price times its seats. Without one reported, its last recurring invoice (first or
+      // renewal); never a proration or a manual invoice, which say nothing of what recurs.
+      if (sub.unitAmount !== null && sub.priceCurrency) {
+        mrrMicros += microsFromMinor(sub.unitAmount * sub.seats, sub.priceCurrency);
+        continue;
+      }
+      const last = await em.findOne(
+        Invoice,
+        { companyId: sub.companyId, status: 'paid', billingReason: { $in: ['subscription_create', 'subscription_cycle'] } },
+        { orderBy: { createdAt: 'desc' } },
+      );
       if (last) mrrMicros += microsFromMinor(last.amountPaid, last.currency);
     }
     const [sums] = await em.getConnection().execute<{ allocated: number | null; used: number | null }[]>(
@@ -504,8 +519,9 @@ export class SubscriptionService {
     if (!url || !allowed.includes(url.origin)) {
       throw AppError.validation([{ loc: ['body', field], msg: 'must be a URL under PUBLIC_URL or one of CORS_ORIGINS', type: 'value_error.url' }]);
     }
-    // As given: URL would percent-encode the processor's {CHECKOUT_SESSION_ID} placeholder.
-    return given;
+    // The URL that was checked, as the WHATWG parser wrote it (another parser down the chain must not read
+    // the raw text differently), with the processor's {CHECKOUT_SESSION_ID} placeholder put back.
+    return url.href.replaceAll('%7BCHECKOUT_SESSION_ID%7D', '{CHECKOUT_SESSION_ID}');
   }
 
   private requireStripe(): Stripe {

@@ -4,7 +4,7 @@ import { DateTimeType, Entity, OptionalProps, PrimaryKey, Property, Unique } fro
 @Entity({ tableName: 'topup_sessions' })
 @Unique({ name: 'topup_sessions_company_id_idempotency_key_unique', properties: ['companyId', 'idempotencyKey'] })
 export class TopupSession {
-  [OptionalProps]?: 'idempotencyKey' | 'paymentIntentId' | 'completedAt' | 'createdAt';
+  [OptionalProps]?: 'idempotencyKey' | 'requestHash' | 'paymentIntentId' | 'completedAt' | 'createdAt';
 
   /** The processor's session id. */
   @PrimaryKey({ type: 'string', length: 255 })
@@ -34,6 +34,10 @@ export class TopupSession {
 
   @Property({ type: 'uuid' })
   requestedBy!: string;
+
+  /** A hash of what was asked under the Idempotency-Key (credits and return URLs): the same key with anything else is 409. */
+  @Property({ type: 'string', length: 64, nullable: true })
+  requestHash: string | null = null;
 
   @Property({ type: 'string', length: 255, nullable: true })
   paymentIntentId: string | null = null;

@@ -5,9 +5,9 @@ import { currentEm, transaction } from '../../db/unit-of-work';
 import { AppError } from '../../errors/catalog';
 import type { Mailer } from '../../mail/mailer';
 import type { Logger } from '../../kernel/logger';
-import type { LedgerService, PlanService } from '../billing';
+import { microsFromMinor, minorFromMicros, parseMoney, type LedgerService, type PlanService } from '../billing';
 import type { IdentityService } from '../identity';
-import type { StripeSettings } from './config';
+import type { PaymentsConfig, StripeSettings } from './config';
 import { Invoice } from './invoice.entity';
 import { billingMail, type BillingMailKind } from './mail';
 import { ProcessorEvent, type EventOutcome } from './processor-event.entity';
@@ -39,8 +39,9 @@ function time(v: unknown): Date | null {
 
 /** What makes a signed body unreadable as an event, if anything: answered 400 rather than failing inside an effect. */
 function malformedEvent(event: Stripe.Event): string | null {
+  if (typeof event !== 'object' || event === null || Array.isArray(event)) return 'the body must be a JSON object';
   const { id, type, created, data } = event as unknown as Obj;
-  if (typeof id !== 'string' || !id) return 'id must be a non-empty string';
+  if (typeof id !== 'string' || !id || id.length > 255) return 'id must be a string of 1 to 255 characters';
   if (typeof type !== 'string' || !type) return 'type must be a non-empty string';
   if (time(created) === null) return 'created must be a Unix time';
   const object = (data as Obj | null | undefined)?.object;
@@ -55,10 +56,18 @@ function subscriptionPeriod(sub: Obj): { start: Date | null; end: Date | null } 
   return { start: time(item.current_period_start ?? sub.current_period_start), end: time(item.current_period_end ?? sub.current_period_end) };
 }
 
-function subscriptionPrice(sub: Obj): { price: string | null; quantity: number | null } {
+function subscriptionPrice(sub: Obj): { price: string | null; quantity: number | null; unitAmount: number | null; currency: string | null } {
   const item = ((sub.items as Obj | undefined)?.data as Obj[] | undefined)?.[0];
-  if (!item) return { price: null, quantity: null };
-  return { price: idOf(item.price), quantity: typeof item.quantity === 'number' ? item.quantity : null };
+  if (!item) return { price: null, quantity: null, unitAmount: null, currency: null };
+  const price = (typeof item.price === 'object' && item.price ? item.price : {}) as Obj;
+  const unit = price.unit_amount;
+  return {
+    price: idOf(item.price),
+    quantity: typeof item.quantity === 'number' ? item.quantity : null,
+    // The recurring price, when the event carries the price object (MRR).
+    unitAmount: Number.isSafeInteger(unit) && (unit as number) >= 0 ? (unit as number) : null,
+    currency: typeof price.currency === 'string' && /^[a-z]{3}$/.test(price.currency) ? price.currency : null,
+  };
 }
 
 /** The subscription an invoice bills: `subscription` in older API versions, `parent.subscription_details` in newer ones. */
@@ -80,6 +89,59 @@ function invoicePeriod(invoice: Obj): { start: Date | null; end: Date | null; pr
     }
   }
   return best;
+}
+
+/** Subscription states in which the company has the plan it pays for. */
+const LIVE_STATUSES: readonly SubscriptionStatus[] = ['active', 'trialing', 'past_due'];
+const isLive = (sub: Subscription) => LIVE_STATUSES.includes(sub.status);
+
+/**
+ * Whether an event of `subscriptionId` is about another subscription than the
+ * company's live one on record (a duplicate subscription of the same customer,
+ * or an old one after a re-subscribe): it must not change the company's plan,
+ * status or period.
+ */
+function otherThanLive(sub: Subscription, subscriptionId: string | null): boolean {
+  return sub.subscriptionId !== null && subscriptionId !== null && subscriptionId !== sub.subscriptionId && isLive(sub);
+}
+
+/** A top-up's credit count as Atrium writes it in metadata: a plain decimal integer, nothing Number() would also read ("1e3", " 5", "0x10"). */
+const CREDITS_TEXT = /^[1-9][0-9]{0,9}$/;
+
+/** An event that is signed and readable but cannot be applied as it is: recorded as failed and logged, answered 200 (a retry cannot fix it). */
+class Unusable extends Error {
+  constructor(
+    message: string,
+    readonly companyId: string | null,
+  ) {
+    super(message);
+  }
+}
+
+/** The invoice states Stripe reports (and the API documents). */
+const INVOICE_STATUSES = ['draft', 'open', 'paid', 'uncollectible', 'void'];
+/** The largest amount the API can show: 999,999,999.999999 in the major unit (its decimal pattern). */
+const MAX_AMOUNT_MICROS = 999_999_999_999_999;
+
+/** An invoice's currency: three ASCII letters, lower-case as stored; null otherwise. */
+function currencyOf(v: unknown): string | null {
+  return typeof v === 'string' && /^[A-Za-z]{3}$/.test(v) ? v.toLowerCase() : null;
+}
+
+/** An amount in the currency's minor unit that the API can show; null when negative, fractional or too large. */
+function amountOf(v: unknown, currency: string): number | null {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && microsFromMinor(v, currency) <= MAX_AMOUNT_MICROS ? v : null;
+}
+
+/** A hosted invoice page: an https URL only (a console renders it as a link). */
+function httpsUrl(v: unknown): string | null {
+  if (typeof v !== 'string' || v.length > 2048) return null;
+  try {
+    const url = new URL(v);
+    return url.protocol === 'https:' ? url.href : null;
+  } catch {
+    return null;
+  }
 }
 
 function statusOf(stripeStatus: unknown): SubscriptionStatus {
@@ -110,6 +172,11 @@ export class WebhookService {
     private readonly accounts: IdentityService,
     private readonly mailer: Mailer,
     private readonly log: Logger,
+    private readonly payments: Pick<PaymentsConfig, 'topupPricePerCredit' | 'topupMinCredits' | 'topupMaxCredits'> = {
+      topupPricePerCredit: '0.01',
+      topupMinCredits: 100,
+      topupMaxCredits: 1_000_000,
+    },
   ) {}
 
   async receive(raw: Buffer | undefined, signature: string | string[] | undefined): Promise<{ received: true; duplicate: boolean }> {
@@ -135,7 +202,15 @@ export class WebhookService {
         } catch (error) {
           throw error instanceof UniqueConstraintViolationException ? new SeenBefore() : error;
         }
-        const applied = await this.apply(event);
+        let applied: Applied;
+        try {
+          applied = await this.apply(event);
+        } catch (error) {
+          if (!(error instanceof Unusable)) throw error;
+          // Thrown before any state of the event was changed (ledger writes roll back to their savepoint).
+          this.log.error({ eventId: event.id, type: event.type, err: error }, `webhook event not applied: ${error.message}`);
+          applied = { companyId: error.companyId, outcome: 'failed' };
+        }
         record.outcome = applied.outcome;
         record.companyId = applied.companyId;
         await em.flush();
@@ -151,8 +226,12 @@ export class WebhookService {
     const object = event.data.object as unknown as Obj;
     const created = time(event.created)!;
     switch (event.type) {
+      // A delayed payment method (SEPA, ACH) completes the session unpaid; the money arrives with async_payment_succeeded.
       case 'checkout.session.completed':
+      case 'checkout.session.async_payment_succeeded':
         return object.mode === 'payment' ? this.topupCompleted(object) : this.subscriptionStarted(object, created);
+      case 'checkout.session.async_payment_failed':
+        return this.checkoutFailed(object, created);
       case 'invoice.payment_succeeded':
         return this.invoicePaid(object, created);
       case 'invoice.payment_failed':
@@ -193,11 +272,11 @@ export class WebhookService {
     if (!companyId || metadata.kind !== 'topup') return { companyId, outcome: companyId ? 'ignored' : 'unmatched' };
     const em = currentEm(this.orm);
     const topup = await em.findOne(TopupSession, { id: String(session.id) });
-    if (topup) {
-      topup.paymentIntentId = idOf(session.payment_intent);
-      if (session.payment_status === 'paid') topup.completedAt ??= new Date();
-    }
-    if (session.payment_status === 'paid') await this.creditTopup(companyId, metadata, idOf(session.payment_intent) ?? String(session.id));
+    if (topup) topup.paymentIntentId = idOf(session.payment_intent);
+    if (session.payment_status !== 'paid') return { companyId, outcome: 'applied' };
+    const paid = { amount: session.amount_total, currency: session.currency };
+    await this.creditTopup(companyId, metadata, idOf(session.payment_intent) ?? String(session.id), paid, topup);
+    if (topup) topup.completedAt ??= new Date();
     return { companyId, outcome: 'applied' };
   }
 
@@ -206,18 +285,39 @@ export class WebhookService {
     if (metadata.kind !== 'topup') return { companyId: null, outcome: 'ignored' };
     const companyId = await this.companyOf(intent);
     if (!companyId) return { companyId: null, outcome: 'unmatched' };
-    await this.creditTopup(companyId, metadata, String(intent.id));
+    const opened = await currentEm(this.orm).findOne(TopupSession, { paymentIntentId: String(intent.id) });
+    await this.creditTopup(companyId, metadata, String(intent.id), { amount: intent.amount_received, currency: intent.currency }, opened);
     return { companyId, outcome: 'applied' };
   }
 
-  /** The credits of a paid top-up: once per payment intent, whichever of its two events comes first. */
-  private async creditTopup(companyId: string, metadata: Obj, paymentIntent: string): Promise<void> {
-    const credits = Number(metadata.credits);
-    if (!Number.isInteger(credits) || credits < 1) {
-      this.log.warn({ paymentIntent }, 'a top-up payment carries no credit count; nothing credited');
-      return;
+  /**
+   * The credits of a paid top-up: once per payment intent, whichever of its
+   * two events comes first. The count in metadata must be a plain integer
+   * within the top-up bounds, match the checkout Atrium opened when it is
+   * known, and have been paid for: the amount and currency received are
+   * what that many credits cost at TOPUP_PRICE_PER_CREDIT (the checkout's own
+   * amount when known). Anything else is credited never (Unusable).
+   */
+  private async creditTopup(companyId: string, metadata: Obj, paymentIntent: string, paid: { amount: unknown; currency: unknown }, opened: TopupSession | null): Promise<void> {
+    const unusable = (why: string) => new Unusable(`top-up ${paymentIntent}: ${why}; nothing credited`, companyId);
+    const text = metadata.credits;
+    const { topupMinCredits: min, topupMaxCredits: max } = this.payments;
+    if (typeof text !== 'string' || !CREDITS_TEXT.test(text)) throw unusable('metadata.credits is not a decimal integer');
+    const credits = Number(text);
+    if (credits < min || credits > max) throw unusable(`metadata.credits ${credits} is outside ${min} to ${max}`);
+    if (opened && (opened.companyId !== companyId || opened.credits !== credits)) throw unusable(`metadata says ${credits} credits, the checkout Atrium opened sold ${opened.credits}`);
+    const currency = opened?.currency ?? this.ledger.currency;
+    const expected = opened?.amount ?? minorFromMicros(credits * parseMoney(this.payments.topupPricePerCredit, ['TOPUP_PRICE_PER_CREDIT']), currency);
+    if (typeof paid.currency !== 'string' || paid.currency.toLowerCase() !== currency || paid.amount !== expected) {
+      throw unusable(`paid ${String(paid.amount)} ${String(paid.currency)}, ${credits} credits cost ${expected} ${currency}`);
     }
-    await this.ledger.topUp({ companyId, credits, key: paymentIntent });
+    try {
+      await this.ledger.topUp({ companyId, credits, key: paymentIntent });
+    } catch (error) {
+      // The balance's maximum (MAX_BALANCE): the same event would be refused on every retry.
+      if (error instanceof AppError && error.code === 'validation_error') throw unusable(error.message);
+      throw error;
+    }
   }
 
   private async subscriptionStarted(session: Obj, created: Date): Promise<Applied> {
@@ -225,6 +325,13 @@ export class WebhookService {
     const subscriptionId = idOf(session.subscription);
     const customerId = idOf(session.customer);
     if (!companyId || !subscriptionId || !customerId) return { companyId, outcome: 'unmatched' };
+    if (session.payment_status === 'unpaid') {
+      // A delayed payment method: no plan and no credits before the money (async_payment_succeeded or the first paid invoice).
+      const sub = await this.subscriptionRow(companyId, customerId);
+      if (isStale(sub, created) || isLive(sub)) return { companyId, outcome: 'ignored' };
+      Object.assign(sub, { subscriptionId, status: 'incomplete', lastEventAt: created });
+      return { companyId, outcome: 'applied' };
+    }
     const expanded = typeof session.subscription === 'object' && session.subscription ? (session.subscription as Obj) : null;
     const planId = this.planOf(expanded ? subscriptionPrice(expanded).price : null, metadataOf(session)) ?? this.accounts.planIdOf(companyId) ?? DEFAULT_PLAN;
     const period = expanded ? subscriptionPeriod(expanded) : { start: null, end: null };
@@ -255,7 +362,11 @@ export class WebhookService {
     if (!first && invoice.billing_reason !== 'subscription_cycle') return { companyId, outcome: 'applied' };
     const period = invoicePeriod(invoice);
     const sub = await this.subscriptionRow(companyId, customerId);
+    if (otherThanLive(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
+    // A late payment of an older invoice (its period ended before the one on record) is mirrored, and that is all:
+    // the period never moves backwards, and the ledger would not allocate an older period anyway.
+    if (sub.subscriptionId === subscriptionId && period.end && sub.periodStart && period.end <= sub.periodStart) return { companyId, outcome: 'stale' };
     const planId = this.planOf(period.price, metadata) ?? sub.planId;
     Object.assign(sub, { subscriptionId, planId, status: 'active', lastEventAt: created });
     if (period.start) sub.periodStart = period.start;
@@ -275,13 +386,14 @@ export class WebhookService {
   }
 
   private async invoiceFailed(invoice: Obj, created: Date): Promise<Applied> {
-    const { metadata } = invoiceSubscription(invoice);
+    const { id: subscriptionId, metadata } = invoiceSubscription(invoice);
     const companyId = await this.companyOf(invoice, metadata);
     if (!companyId) return { companyId, outcome: 'unmatched' };
     await this.mirror(companyId, invoice, created);
     const customerId = idOf(invoice.customer);
     if (!customerId) return { companyId, outcome: 'applied' };
     const sub = await this.subscriptionRow(companyId, customerId);
+    if (sub.subscriptionId !== null && subscriptionId !== null && subscriptionId !== sub.subscriptionId) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     Object.assign(sub, { status: 'past_due', lastEventAt: created });
     await this.mail(companyId, 'payment_failed', sub, null);
@@ -293,22 +405,32 @@ export class WebhookService {
     const customerId = idOf(object.customer);
     if (!companyId || !customerId) return { companyId, outcome: 'unmatched' };
     const sub = await this.subscriptionRow(companyId, customerId);
+    const status = statusOf(object.status);
+    // Another subscription than the one on record takes over only as a live one replacing none that is live.
+    if (sub.subscriptionId !== null && String(object.id) !== sub.subscriptionId && (isLive(sub) || !LIVE_STATUSES.includes(status))) {
+      return { companyId, outcome: 'ignored' };
+    }
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
-    const { price, quantity } = subscriptionPrice(object);
+    const { price, quantity, unitAmount, currency } = subscriptionPrice(object);
     const period = subscriptionPeriod(object);
+    if (unitAmount !== null && currency) Object.assign(sub, { unitAmount, priceCurrency: currency });
     const planId = this.planOf(price, metadataOf(object)) ?? sub.planId;
     Object.assign(sub, {
       subscriptionId: String(object.id),
       planId,
-      status: statusOf(object.status),
+      status,
       seats: quantity ?? sub.seats,
       cancelAtPeriodEnd: object.cancel_at_period_end === true,
       trialEnd: time(object.trial_end),
       lastEventAt: created,
     });
-    if (period.start) sub.periodStart = period.start;
-    if (period.end) sub.periodEnd = period.end;
-    if (sub.status !== 'cancelled') await this.accounts.setPlan(companyId, planId);
+    // Never backwards: an update that reports an older period than the one on record keeps the newer.
+    if (period.end && (!sub.periodEnd || period.end >= sub.periodEnd)) {
+      if (period.start) sub.periodStart = period.start;
+      sub.periodEnd = period.end;
+    }
+    // Only a subscription that is paid for (or trialing) gives its plan; an incomplete one waits for its payment.
+    if (isLive(sub)) await this.accounts.setPlan(companyId, planId);
     return { companyId, outcome: 'applied' };
   }
 
@@ -317,11 +439,24 @@ export class WebhookService {
     const customerId = idOf(object.customer);
     if (!companyId || !customerId) return { companyId, outcome: 'unmatched' };
     const sub = await this.subscriptionRow(companyId, customerId);
+    // The end of another subscription (a duplicate, an old one) leaves the company's own as it is.
+    if (sub.subscriptionId !== null && String(object.id) !== sub.subscriptionId) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     Object.assign(sub, { status: 'cancelled', cancelAtPeriodEnd: false, lastEventAt: created });
     await this.mail(companyId, 'subscription_cancelled', sub, null);
     // Back on the default plan: the monthly job gives its calendar-month credits from the next month.
     await this.accounts.setPlan(companyId, DEFAULT_PLAN);
+    return { companyId, outcome: 'applied' };
+  }
+
+  /** A delayed payment failed: nothing was activated for it; the incomplete subscription on record is marked expired. */
+  private async checkoutFailed(session: Obj, created: Date): Promise<Applied> {
+    const companyId = await this.companyOf(session);
+    if (!companyId) return { companyId, outcome: 'unmatched' };
+    const subscriptionId = idOf(session.subscription);
+    const sub = subscriptionId ? await currentEm(this.orm).findOne(Subscription, { companyId, subscriptionId }) : null;
+    if (sub && sub.status === 'incomplete' && !isStale(sub, created)) Object.assign(sub, { status: 'incomplete_expired', lastEventAt: created });
+    this.log.info({ companyId, session: String(session.id), subscriptionId }, 'a delayed checkout payment failed; nothing was activated');
     return { companyId, outcome: 'applied' };
   }
 
@@ -366,15 +501,25 @@ export class WebhookService {
     });
     if (invoice.lastEventAt && created < invoice.lastEventAt) return;
     const period = invoicePeriod(object);
+    // Only what the API can serve as documented: a value outside it keeps what was stored (and is logged).
+    const currency = currencyOf(object.currency) ?? invoice.currency;
+    const status = typeof object.status === 'string' && INVOICE_STATUSES.includes(object.status) ? object.status : invoice.status;
+    const amountDue = amountOf(object.amount_due, currency);
+    const amountPaid = amountOf(object.amount_paid, currency);
+    const number = str(object.number);
+    if (status !== object.status || amountDue === null || amountPaid === null || currency !== object.currency) {
+      this.log.warn({ invoice: id, companyId }, 'an invoice event carries a status, amount or currency outside what Stripe sends; those members were not stored');
+    }
     Object.assign(invoice, {
-      number: str(object.number),
-      status: str(object.status) ?? invoice.status,
-      amountDue: typeof object.amount_due === 'number' ? object.amount_due : invoice.amountDue,
-      amountPaid: typeof object.amount_paid === 'number' ? object.amount_paid : invoice.amountPaid,
-      currency: str(object.currency) ?? invoice.currency,
+      number: number && number.length <= 255 ? number : null,
+      status,
+      amountDue: amountDue ?? (currency === invoice.currency ? invoice.amountDue : 0),
+      amountPaid: amountPaid ?? (currency === invoice.currency ? invoice.amountPaid : 0),
+      currency,
       periodStart: period.start ?? time(object.period_start),
       periodEnd: period.end ?? time(object.period_end),
-      hostedUrl: str(object.hosted_invoice_url),
+      hostedUrl: httpsUrl(object.hosted_invoice_url),
+      billingReason: typeof object.billing_reason === 'string' && /^[a-z_]{1,64}$/.test(object.billing_reason) ? object.billing_reason : invoice.billingReason,
       lastEventAt: created,
     });
   }
