@@ -202,6 +202,13 @@ test('POST /graphql goes through the same JSON parser: UTF-8 works; a BOM, bad U
     assert.equal(res.json().errors[0].extensions.code, code);
     assert.equal(res.json().data, null);
   }
+  // No Content-Type, or a multipart body: the same 415, saying what /graphql takes (not the REST uploads' wording).
+  for (const headers of [{}, { 'content-type': 'multipart/form-data; boundary=x' }]) {
+    const res = await app.inject({ method: 'POST', url: '/graphql', headers, payload: query });
+    assert.equal(res.statusCode, 415, res.body);
+    assert.equal(res.json().errors[0].extensions.code, 'unsupported_media_type');
+    assert.equal(res.json().errors[0].message, 'POST /graphql takes a JSON body (application/json)');
+  }
 });
 
 // --- Integers are written as integers ---

@@ -276,7 +276,9 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     app.addHook('onRoute', (route) => {
       if (route.url !== '/graphql') return;
       route.preHandler = [...(route.preHandler ? [route.preHandler].flat() : []), admitOperations];
-      if ([route.method].flat().includes('POST')) route.preValidation = [...(route.preValidation ? [route.preValidation].flat() : []), jsonBodiesOnly];
+      // On the request, before the body is parsed: a body fastify cannot parse at all (no Content-Type, multipart)
+      // would otherwise be refused by the parser with the REST surface's wording, which names file uploads.
+      if ([route.method].flat().includes('POST')) route.onRequest = [...(route.onRequest ? [route.onRequest].flat() : []), jsonBodiesOnly];
     });
 
     /**
