@@ -114,6 +114,33 @@ test('xlsx in gives xlsx out, with a custom output column; cells the model wrote
   assert.equal(sheet.getCell('C3').formula, undefined, 'no cell is a formula');
 });
 
+test('no cell of a CSV result can run as a formula: the input\'s own cells and the caller\'s column names are guarded like the model\'s output', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: '@SUM(A1)' }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const rows: (string | number)[][] = [
+    ['id', '=review'],
+    [1, '=1+2'],
+    [2, '+cmd'],
+    [-3, '@SUM(A1)'],
+    [4, 'plain'],
+  ];
+  const res = await submit(app, keys.ownerA.key, makeCsv(rows), 'hostile.csv', { ...FIELDS, input_column: '=review', output_column: '=evil' });
+  assert.equal(res.statusCode, 202, res.body);
+  const { job_id: id } = res.json() as { job_id: string };
+  assert.equal((await finished(app, keys.ownerA.key, id)).status, 'completed');
+  const file = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`);
+  assert.equal(file.statusCode, 200, file.body);
+  assert.deepEqual(parse(file.body) as string[][], [
+    ['id', "'=review", "'=evil", "'=evil_error"],
+    ['1', "'=1+2", "'@SUM(A1)", ''],
+    ['2', "'+cmd", "'@SUM(A1)", ''],
+    // A number is a number, not text a spreadsheet would read as a formula.
+    ['-3', "'@SUM(A1)", "'@SUM(A1)", ''],
+    ['4', 'plain', "'@SUM(A1)", ''],
+  ]);
+});
+
 test('a workbook\'s dates reach the model as dates, not day serials, and its numbers come back as numbers', async (t) => {
   const fake = await fakeOpenAi(t, () => ({ content: 'ok' }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });

@@ -1,3 +1,4 @@
+import { guardCell } from '../../src/spreadsheet-cell';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { query, type RestRoute } from '../route';
@@ -15,14 +16,9 @@ const usageQuery = {
   companyId: actingCompany(),
 };
 
-/**
- * One CSV cell (RFC 4180), safe to open in a spreadsheet: a cell that starts
- * with = + - @ (or a tab or carriage return) would be read as a formula, so
- * it gets a leading apostrophe.
- */
+/** One CSV cell (RFC 4180), safe to open in a spreadsheet (`guardCell`). */
 export function csvCell(value: string | number | null): string {
-  let text = value === null ? '' : String(value);
-  if (typeof value === 'string' && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  const text = value === null ? '' : typeof value === 'string' ? guardCell(value) : String(value);
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 

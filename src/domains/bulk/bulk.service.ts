@@ -24,7 +24,8 @@ import { Company, User } from '../identity';
 import type { JobState } from '../research';
 import { BulkJob } from './bulk-job.entity';
 import type { BulkConfig } from './config';
-import { cellString, guardCell, readHeader, readTable, sniffTable, TABLE_MIME, writeTable, type TableCell, type TableFormat, type TableKind } from './table-file';
+import { guardCell } from '../../spreadsheet-cell';
+import { cellString, readHeader, readTable, sniffTable, TABLE_MIME, writeTable, type TableCell, type TableFormat, type TableKind } from './table-file';
 import { UUID_PATTERN } from '../../ids';
 
 export const BULK_INGEST = 'bulk.ingest';

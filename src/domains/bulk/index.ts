@@ -12,7 +12,7 @@ import './events';
 
 export { BulkJob, BulkRow } from './bulk-job.entity';
 export { BulkService, BULK_INGEST, BULK_PROCESS, PROMPT_TEMPLATE_MAX, COLUMN_NAME_MAX, type BulkJobView, type BulkRowView, type BulkSubmission } from './bulk.service';
-export { guardCell, sniffTable, readTable, writeTable, tableKinds, TABLE_MIME, type TableKind, type TableFormat } from './table-file';
+export { sniffTable, readTable, writeTable, tableKinds, TABLE_MIME, type TableKind, type TableFormat } from './table-file';
 export { type BulkConfig } from './config';
 
 /**

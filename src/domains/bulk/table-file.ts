@@ -1,3 +1,4 @@
+import { guardCell, PLAIN_NUMBER } from '../../spreadsheet-cell';
 import fs from 'node:fs';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
@@ -227,21 +228,17 @@ export async function readHeader(path: string, format: TableFormat): Promise<str
 }
 
 /**
- * A cell the model wrote, made safe to open in a spreadsheet: text that a
- * spreadsheet would run as a formula (= + - @, or a leading tab or carriage
- * return) is prefixed with an apostrophe (OWASP's CSV-injection advice).
+ * Writes a table (the header, then each row) to `out` as CSV or .xlsx, streamed with back-pressure.
+ * In CSV every text cell is guarded (`guardCell`): a spreadsheet opening it would run any of them as a
+ * formula, the input's own cells included (a member's upload, downloaded by an admin), except a plain
+ * number as the input had it ("-3"). A workbook's text cells are text and never run.
  */
-export function guardCell(text: string): string {
-  return /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
-}
-
-/** Writes a table (the header, then each row) to `out` as CSV or .xlsx, streamed with back-pressure. */
 export async function writeTable(out: Writable, format: TableFormat, header: string[], rows: AsyncIterable<TableCell[]>): Promise<void> {
   if (format.kind === 'csv') {
     const csv = stringify({ delimiter: format.delimiter, bom: format.bom });
     csv.pipe(out);
     const write = async (row: TableCell[]) => {
-      if (!csv.write(row)) await once(csv, 'drain');
+      if (!csv.write(row.map((cell) => (typeof cell === 'string' && !PLAIN_NUMBER.test(cell) ? guardCell(cell) : cell)))) await once(csv, 'drain');
     };
     await write(header);
     for await (const row of rows) await write(row);
