@@ -4,6 +4,7 @@ import net, { type AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { build, login, seedOwner } from './helper';
 import { MAX_OPERATIONS_PER_SOCKET } from '../src/host/ws-protocol';
+import { CONNECTION_INIT_WAIT_MS } from '../src/host/ws-message-loop';
 
 /**
  * The graphql-transport-ws rules a client may rely on, spoken raw over a
@@ -194,4 +195,17 @@ test('an upgrade refused before it is accepted (429) has its socket closed by th
   serverSides.forEach((socket) => socket.destroy());
   assert.equal(serverSides.length, 6);
   assert.deepEqual(refusedClosed, [true, true, true, true, true]);
+});
+
+test(`a socket that sends no connection_init is closed 4408 after ${CONNECTION_INIT_WAIT_MS} ms; an acknowledged one stays open`, async (t) => {
+  const { open, acknowledged } = await listening(t);
+  const started = Date.now();
+  const silent = await open();
+  const ready = await acknowledged();
+  assert.deepEqual(await silent.closed, { code: 4408, reason: 'Connection initialisation timeout' });
+  const waited = Date.now() - started;
+  assert.ok(waited >= CONNECTION_INIT_WAIT_MS - 100 && waited < CONNECTION_INIT_WAIT_MS + 2000, `closed after ${waited} ms`);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  ready.send({ type: 'ping' });
+  await ready.next('pong');
 });

@@ -1,11 +1,17 @@
 import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
 import { runInUnitOfWork } from '../db/unit-of-work';
-import { screenMessage, type ScreenedConnection } from './ws-protocol';
+import { screenMessage, WS_CLOSE, type ScreenedConnection } from './ws-protocol';
 
 /** The part of mercurius' (internal) SubscriptionConnection the replacement loop uses. */
 interface SubscriptionConnection {
-  socket: { on(event: 'message', listener: (message: Buffer, isBinary: boolean) => void): unknown };
+  socket: {
+    on(event: 'message', listener: (message: Buffer, isBinary: boolean) => void): unknown;
+    once(event: 'close', listener: () => void): unknown;
+    close(code: number, reason: string): void;
+  };
+  /** Set by mercurius once connection_init was accepted. */
+  isReady: boolean;
   fastify: FastifyInstance;
   handleMessage(message: Buffer, isBinary: boolean): Promise<void>;
   handleConnectionClose(): void;
@@ -13,6 +19,14 @@ interface SubscriptionConnection {
 }
 
 const load = createRequire(__filename);
+
+/**
+ * How long a socket may stay open without an accepted `connection_init`
+ * (graphql-ws' own default): past it, close 4408. Without it a socket that
+ * never says anything stayed open for good, each one holding a descriptor
+ * and its address's anonymous budget.
+ */
+export const CONNECTION_INIT_WAIT_MS = 3_000;
 const REPLACED = Symbol('atrium.lighterSocketMessageLoop');
 
 /**
@@ -42,6 +56,10 @@ export function lighterSocketMessageLoop(): boolean {
   if (!proto.handleConnection.toString().includes("on(this.socket, 'message')")) return false;
   proto.handleConnection = function (this: SubscriptionConnection): Promise<void> {
     const orm = this.fastify.kernel.orm;
+    const initWait = setTimeout(() => {
+      if (!this.isReady) this.socket.close(WS_CLOSE.initTimeout, 'Connection initialisation timeout');
+    }, CONNECTION_INIT_WAIT_MS);
+    this.socket.once('close', () => clearTimeout(initWait));
     let turn = Promise.resolve();
     this.socket.on('message', (message, isBinary) => {
       turn = turn

@@ -5,7 +5,7 @@ import { toGraphQLError } from '../../subgraphs/errors';
 import type { OperationGate } from '../../subgraphs/policy/gate';
 
 /** graphql-transport-ws close codes (the protocol's, as graphql-ws clients read them). */
-export const WS_CLOSE = { invalidMessage: 4400, unauthorized: 4401, duplicateId: 4409, tooManyInits: 4429 } as const;
+export const WS_CLOSE = { invalidMessage: 4400, unauthorized: 4401, initTimeout: 4408, duplicateId: 4409, tooManyInits: 4429 } as const;
 
 /** The part of mercurius' (internal) SubscriptionConnection the screen uses. */
 export interface ScreenedConnection {
