@@ -1,0 +1,104 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
+import { call, cast, gql } from './admin-helper';
+import { buildWithAi, moduleKey } from './ai-helper';
+import { fakeOpenAi } from './fake-ai';
+
+type Issue = { loc: (string | number)[]; msg: string; type: string };
+
+/** The issues of a REST 422, each exactly {loc, msg, type} as documented. */
+function restIssues(res: LightMyRequestResponse): Issue[] {
+  assert.equal(res.statusCode, 422, res.body);
+  const body = res.json() as { code: string; errors: Issue[] };
+  assert.equal(body.code, 'validation_error', res.body);
+  for (const issue of body.errors) assert.deepEqual(Object.keys(issue).sort(), ['loc', 'msg', 'type'], res.body);
+  return body.errors;
+}
+
+/** The issues of a GraphQL validation_error. */
+function gqlIssues(answer: Awaited<ReturnType<typeof gql>>): Issue[] {
+  const error = answer.errors?.[0] as { extensions: { code: string; errors: Issue[] } } | undefined;
+  assert.equal(error?.extensions.code, 'validation_error', JSON.stringify(answer));
+  return error!.extensions.errors;
+}
+
+test('an optional body member takes null over REST as its GraphQL input field does, and both transports answer it alike', async (t) => {
+  const fake = await fakeOpenAi(t);
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const c = await cast(app);
+  const key = await moduleKey(app, c.tokens.ownerA, ['chat', 'translate']);
+
+  // POST /v1/chat: a null model is the default model, a null web_search (and stream) no search, as absent.
+  const chat = { message: 'Hi', agent: 'general', session_id: 's-null' };
+  const absent = await call(app, key.key, 'POST', '/v1/chat', chat);
+  assert.equal(absent.statusCode, 200, absent.body);
+  const nulls = await call(app, key.key, 'POST', '/v1/chat', { ...chat, model: null, web_search: null, stream: null });
+  assert.equal(nulls.statusCode, 200, nulls.body);
+  assert.equal(nulls.json().model, absent.json().model);
+  assert.equal(nulls.json().sources, undefined);
+  const viaGraphql = await gql(app, key.key, 'mutation($input: ChatInput!) { chat(input: $input) { model sources { url } } }', {
+    input: { message: 'Hi', agent: 'general', sessionId: 's-null-gql', model: null, webSearch: null },
+  });
+  assert.deepEqual(viaGraphql.data, { chat: { model: absent.json().model, sources: null } });
+
+  // A member with a GraphQL default (mode, target_lang): null reaches the service as GraphQL hands it over, which reads it as the default.
+  const studio = await call(app, key.key, 'POST', '/v1/studio/process', { text: 'Hallo wereld, hoe gaat het', mode: null, target_lang: null, source_lang: null, model: null });
+  assert.equal(studio.statusCode, 200, studio.body);
+  assert.equal(studio.json().mode, 'translate');
+  assert.equal(studio.json().target_lang, 'en');
+  const studioGql = await gql(app, key.key, 'mutation($input: StudioInput!) { studioProcess(input: $input) { mode targetLang } }', {
+    input: { text: 'Hallo wereld, hoe gaat het', mode: null, targetLang: null, sourceLang: null, model: null },
+  });
+  assert.deepEqual(studioGql.data, { studioProcess: { mode: 'translate', targetLang: 'en' } });
+
+  // A PATCH: null leaves a model's field as it is, on both transports.
+  const patched = await call(app, c.tokens.superadmin, 'PATCH', '/v1/admin/models/gpt-4o', { display_name: null, credit_cost: null, blocked: true });
+  assert.equal(patched.statusCode, 200, patched.body);
+  assert.equal(patched.json().display_name, 'GPT-4o');
+  assert.equal(patched.json().blocked, true);
+  const patchedGql = await gql(app, c.tokens.superadmin, 'mutation($input: ModelPatchInput!) { updateModel(id: "gpt-4o", input: $input) { displayName blocked } }', {
+    input: { displayName: null, blocked: false },
+  });
+  assert.deepEqual(patchedGql.data, { updateModel: { displayName: 'GPT-4o', blocked: false } });
+
+  // Where a service refuses null for a member, both transports answer the same single issue (never a 500).
+  const role = await call(app, c.tokens.ownerA, 'PATCH', `/v1/admin/users/${c.memberA.userId}`, { role: null });
+  const roleGql = await gql(app, c.tokens.ownerA, 'mutation($id: ID!, $input: AdminUserPatchInput!) { updateAdminUser(userId: $id, input: $input) { role } }', {
+    id: c.memberA.userId,
+    input: { role: null },
+  });
+  assert.deepEqual(restIssues(role), [{ loc: ['body', 'role'], msg: 'must be one of owner, admin, member', type: 'enum' }]);
+  assert.deepEqual(gqlIssues(roleGql), [{ loc: ['input', 'role'], msg: 'must be one of owner, admin, member', type: 'enum' }]);
+});
+
+test('a required body member still refuses null, and query parameters stay without null', async (t) => {
+  const app = await buildWithAi(t, { AI_BASE_URL: 'http://127.0.0.1:9/v1' });
+  const c = await cast(app);
+  const key = await moduleKey(app, c.tokens.ownerA, ['chat', 'translate', 'agent']);
+  assert.deepEqual(restIssues(await call(app, key.key, 'POST', '/v1/studio/process', { text: null })), [{ loc: ['body', 'text'], msg: 'must be string', type: 'string_type' }]);
+  assert.deepEqual(restIssues(await call(app, key.key, 'POST', '/v1/agent/run', { task: null })), [{ loc: ['body', 'task'], msg: 'must be string', type: 'string_type' }]);
+  assert.deepEqual(restIssues(await call(app, key.key, 'POST', '/v1/chat', { message: 'Hi', agent: 'general', session_id: null })), [
+    { loc: ['body', 'session_id'], msg: 'must be string', type: 'string_type' },
+  ]);
+
+  // The published document says the same.
+  type Body = { $ref?: string; properties: Record<string, { type: unknown }> };
+  const doc = (await app.inject({ url: '/openapi.json' })).json() as {
+    paths: Record<string, Record<string, { parameters?: { name: string; schema: { type: unknown } }[]; requestBody?: { content: Record<string, { schema: Body }> } }>>;
+    components: { schemas: Record<string, Body> };
+  };
+  const bodyOf = (path: string, method: string) => {
+    const schema = doc.paths[path]![method]!.requestBody!.content['application/json']!.schema;
+    return (schema.$ref ? doc.components.schemas[schema.$ref.replace('#/components/schemas/', '')]! : schema).properties;
+  };
+  const studio = bodyOf('/studio/process', 'post');
+  assert.deepEqual(studio.mode!.type, ['string', 'null']);
+  assert.deepEqual(studio.target_lang!.type, ['string', 'null']);
+  assert.equal(studio.text!.type, 'string');
+  assert.deepEqual(bodyOf('/chat', 'post').model!.type, ['string', 'null']);
+  assert.equal(bodyOf('/chat', 'post').session_id!.type, 'string');
+  assert.deepEqual(bodyOf('/admin/users/{user_id}', 'patch').role!.type, ['string', 'null']);
+  const role = doc.paths['/admin/users']!.get!.parameters!.find((p) => p.name === 'role')!;
+  assert.equal(role.schema.type, 'string');
+});
