@@ -72,6 +72,23 @@ test('an optional body member takes null over REST as its GraphQL input field do
   assert.deepEqual(gqlIssues(roleGql), [{ loc: ['input', 'role'], msg: 'must be one of owner, admin, member', type: 'enum' }]);
 });
 
+test('a null security-policy setting that may not be null is one issue, none_not_allowed, on both transports', async (t) => {
+  const app = await buildWithAi(t);
+  const c = await cast(app);
+  for (const [member, field] of [['mfa_required', 'mfaRequired'], ['min_password_length', 'minPasswordLength'], ['ip_allowlist', 'ipAllowlist']] as const) {
+    const rest = await call(app, c.tokens.ownerA, 'PATCH', '/v1/admin/security/policy', { [member]: null });
+    assert.deepEqual(restIssues(rest), [{ loc: ['body', member], msg: 'must not be null', type: 'none_not_allowed' }], member);
+    const viaGraphql = await gql(app, c.tokens.ownerA, 'mutation($input: SecurityPolicyInput!) { updateSecurityPolicy(input: $input) { mfaRequired } }', {
+      input: { [field]: null },
+    });
+    assert.deepEqual(gqlIssues(viaGraphql), [{ loc: ['input', field], msg: 'must not be null', type: 'none_not_allowed' }], field);
+  }
+  // A null that means something still does: no idle timeout.
+  const cleared = await call(app, c.tokens.ownerA, 'PATCH', '/v1/admin/security/policy', { session_idle_timeout_minutes: null });
+  assert.equal(cleared.statusCode, 200, cleared.body);
+  assert.equal(cleared.json().session_idle_timeout_minutes, null);
+});
+
 test('a required body member still refuses null, and query parameters stay without null', async (t) => {
   const app = await buildWithAi(t, { AI_BASE_URL: 'http://127.0.0.1:9/v1' });
   const c = await cast(app);
