@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { call, cast, gql } from './admin-helper';
 import { buildWithAi, moduleKey } from './ai-helper';
 import { fakeOpenAi } from './fake-ai';
+import { NUL_ISSUE } from '../src/errors/refused-text';
 
 type Issue = { loc: (string | number)[]; msg: string; type: string };
 
@@ -118,4 +119,41 @@ test('a required body member still refuses null, and query parameters stay witho
   assert.deepEqual(bodyOf('/admin/users/{user_id}', 'patch').role!.type, ['string', 'null']);
   const role = doc.paths['/admin/users']!.get!.parameters!.find((p) => p.name === 'role')!;
   assert.equal(role.schema.type, 'string');
+});
+
+test('a wrong value for an enum member is one validation issue whose msg lists the allowed values', async (t) => {
+  const app = await buildWithAi(t, { AI_BASE_URL: 'http://127.0.0.1:9/v1' });
+  const c = await cast(app);
+  const key = await moduleKey(app, c.tokens.ownerA, ['chat', 'translate', 'agent']);
+  const user = `/v1/admin/users/${c.memberA.userId}`;
+  const cases: [string, () => Promise<LightMyRequestResponse>, Issue][] = [
+    // A GraphQL enum (Role, UserStatus): a wrong type, a wrong string.
+    ['role: a number', () => call(app, c.tokens.ownerA, 'PATCH', user, { role: 5 }), { loc: ['body', 'role'], msg: 'must be one of owner, admin, member', type: 'enum' }],
+    ['role: a wrong string', () => call(app, c.tokens.ownerA, 'PATCH', user, { role: 'boss' }), { loc: ['body', 'role'], msg: 'must be one of owner, admin, member', type: 'enum' }],
+    ['status: a boolean', () => call(app, c.tokens.ownerA, 'PATCH', user, { status: true }), { loc: ['body', 'status'], msg: 'must be one of active, suspended', type: 'enum' }],
+    // A string with an enum hint, and list items with one.
+    ['studio mode: a number', () => call(app, key.key, 'POST', '/v1/studio/process', { text: 'hello', mode: 7 }), { loc: ['body', 'mode'], msg: 'must be one of translate, grammar, formal, informal', type: 'enum' }],
+    ['agent tool: a number', () => call(app, key.key, 'POST', '/v1/agent/run', { task: 'sum', tools: [5] }), { loc: ['body', 'tools', 0], msg: 'must be one of web_search, calculator, code_runner', type: 'enum' }],
+    // A raw route's own schema.
+    ['chat agent: an object', () => call(app, key.key, 'POST', '/v1/chat', { message: 'Hi', agent: {}, session_id: 's' }), { loc: ['body', 'agent'], msg: 'must be one of general, legal, marketing, developer, analyst, copywriter, telecom', type: 'enum' }],
+    // Text the server cannot keep is refused as such, there too.
+    ['role: text with a NUL', () => call(app, c.tokens.ownerA, 'PATCH', user, { role: 'admin\u0000' }), { loc: ['body', 'role'], ...NUL_ISSUE }],
+    // A query parameter's enum.
+    ['users ?role=', () => call(app, c.tokens.ownerA, 'GET', '/v1/admin/users?role=boss'), { loc: ['query', 'role'], msg: 'must be one of owner, admin, member', type: 'enum' }],
+  ];
+  for (const [what, send, issue] of cases) assert.deepEqual(restIssues(await send()), [issue], what);
+
+  // The older error body of a pinned client carries the same single issue.
+  const legacy = await app.inject({ method: 'PATCH', url: user, headers: { authorization: `Bearer ${c.tokens.ownerA}`, 'x-service-api-version': '2026.04.21' }, payload: { role: 5 } });
+  assert.equal(legacy.statusCode, 422, legacy.body);
+  assert.deepEqual(legacy.json(), { detail: [{ loc: ['body', 'role'], msg: 'must be one of owner, admin, member', type: 'enum' }], code: 'validation_error' });
+});
+
+test('a wrong type for a member that also takes null is string_type, and its msg says null is allowed', async (t) => {
+  const app = await buildWithAi(t);
+  const c = await cast(app);
+  assert.deepEqual(restIssues(await call(app, c.tokens.memberA, 'PATCH', '/v1/me/profile', { name: 5 })), [{ loc: ['body', 'name'], msg: 'must be string or null', type: 'string_type' }]);
+  assert.deepEqual(restIssues(await call(app, c.tokens.ownerA, 'PATCH', '/v1/admin/connectors/onedrive', { sync_interval_minutes: 'soon' })), [
+    { loc: ['body', 'sync_interval_minutes'], msg: 'must be integer or null', type: 'integer_type' },
+  ]);
 });
