@@ -26,10 +26,10 @@ import { restHints, restName, type RestHints } from '../subgraphs/rest';
  */
 export type JsonSchema = Record<string, unknown>;
 
-/** JSON schema keywords a hint may contribute (its `name` and `items` are not keywords). */
+/** JSON schema keywords a hint may contribute (its `name`, `items` and `required` are not keywords). */
 function keywords(hints: RestHints | undefined): JsonSchema {
   if (!hints) return {};
-  const { items: _items, name: _name, nullable: _nullable, required: _required, ...rest } = hints;
+  const { items: _items, name: _name, required: _required, ...rest } = hints;
   return rest;
 }
 
