@@ -152,8 +152,8 @@ function requestSchemas(route: GraphQLRoute, field: GraphQLField<unknown, unknow
       continue;
     }
     const hints: RestHints | undefined = source.hints || restArgHints(field, name) ? { ...restArgHints(field, name), ...source.hints } : undefined;
-    // Path and query values are never null: their schema is the non-null type's.
-    const schema = inputSchema(new GraphQLNonNull(getNullableType(arg.type)), hints, arg.description);
+    // Path and query values are never null: their schema is the non-null type's, and so are their items'.
+    const schema = inputSchema(new GraphQLNonNull(getNullableType(arg.type)), hints, arg.description, true);
     if (source.in === 'path') params[source.name] = schema;
     else if (source.in === 'query') {
       queryProperties[source.name] = arg.defaultValue === undefined ? schema : { ...schema, default: arg.defaultValue };
@@ -188,8 +188,11 @@ function withBodyHints(schema: JsonSchema, route: GraphQLRoute): JsonSchema {
   if (!hints) return schema;
   const properties = { ...(schema.properties as Record<string, JsonSchema>) };
   for (const [name, extra] of Object.entries(hints.properties ?? {})) {
-    if (!properties[name]) throw new Error(`the body has no member ${name} to hint`);
-    properties[name] = { ...properties[name], ...extra };
+    const derived = properties[name];
+    if (!derived) throw new Error(`the body has no member ${name} to hint`);
+    properties[name] = { ...derived, ...extra };
+    // A hint's enum respells the values; a member that takes null still does.
+    if (extra.enum && Array.isArray(derived.type) && derived.type.includes('null')) properties[name].enum = [...extra.enum, null];
   }
   return {
     ...(hints.title ? { title: hints.title } : {}),

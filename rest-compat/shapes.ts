@@ -26,10 +26,10 @@ import { restHints, restName, type RestHints } from '../subgraphs/rest';
  */
 export type JsonSchema = Record<string, unknown>;
 
-/** JSON schema keywords a hint may contribute (its `name` and `items` are not keywords). */
+/** JSON schema keywords a hint may contribute (its `name`, `items` and `required` are not keywords). */
 function keywords(hints: RestHints | undefined): JsonSchema {
   if (!hints) return {};
-  const { items: _items, name: _name, nullable: _nullable, required: _required, ...rest } = hints;
+  const { items: _items, name: _name, required: _required, ...rest } = hints;
   return rest;
 }
 
@@ -177,15 +177,17 @@ export function compileRestMapper(plan: OutputPlan): (value: unknown) => unknown
 
 /**
  * The JSON schema of a REST value that becomes a GraphQL input of `type`
- * (objects reject unknown members). In a query string nothing is null: its
- * members are typed without it.
+ * (objects reject unknown members). A nullable GraphQL type takes null, as
+ * GraphQL does: the value reaches the resolver as null, so both transports
+ * answer it alike. In a query string nothing is null: its members are
+ * typed without it.
  */
 export function inputSchema(type: GraphQLInputType, hints?: RestHints, description?: string | null, inQuery = false): JsonSchema {
-  const nullable = !inQuery && !isNonNullType(type) && hints?.nullable === true;
+  const nullable = !inQuery && !isNonNullType(type);
   const inner = getNullableType(type);
   let schema: JsonSchema;
   if (isListType(inner)) {
-    schema = { type: 'array', items: inputSchema(inner.ofType, hints?.items), ...keywords(hints) };
+    schema = { type: 'array', items: inputSchema(inner.ofType, hints?.items, undefined, inQuery), ...keywords(hints) };
   } else if (isEnumType(inner)) {
     schema = { type: 'string', enum: enumValues(inner), ...keywords(hints) };
   } else if (isScalarType(inner)) {

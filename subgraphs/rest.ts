@@ -15,13 +15,7 @@ import type { Maybe } from 'graphql/jsutils/Maybe';
 export interface RestHints {
   /** The REST name when it is not the snake_case of the GraphQL name. */
   name?: string;
-  /**
-   * An optional input member may be sent as null, and null means something
-   * (clear it, turn it off). Otherwise REST refuses null where GraphQL's
-   * nullable input type means only "optional".
-   */
-  nullable?: true;
-  /** An optional (nullable) input member REST requires all the same: null says something, absence would not. */
+  /** An optional (nullable) input member REST requires all the same: null says something, absence would not (it takes null, as every optional member does). */
   required?: true;
   description?: string;
   format?: string;

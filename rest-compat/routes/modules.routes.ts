@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { body, member, type RestRoute } from '../route';
-import { PROVIDER_TIMEOUT } from '../schemas';
+import { nullable, PROVIDER_TIMEOUT } from '../schemas';
 import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import { problemBody } from '../../src/host/problem';
 import { AppError, isAppError } from '../../src/errors/catalog';
@@ -17,9 +17,9 @@ interface ChatBody {
   message: string;
   agent: string;
   session_id: string;
-  web_search?: boolean;
-  model?: string;
-  stream?: boolean;
+  web_search?: boolean | null;
+  model?: string | null;
+  stream?: boolean | null;
 }
 
 const chatReply = (reply: ChatReply) => ({
@@ -84,6 +84,7 @@ async function chat(request: FastifyRequest, reply: FastifyReply) {
   }
 }
 
+/** ChatInput's members as REST names them, and stream. An optional member also takes null, which means what leaving it out does, as in every derived body (and ChatInput over GraphQL). */
 const chatRequest = {
   type: 'object',
   additionalProperties: false,
@@ -92,9 +93,9 @@ const chatRequest = {
     message: { type: 'string', minLength: 1, maxLength: CHAT_MESSAGE_MAX },
     agent: { type: 'string', enum: [...chatAgents] },
     session_id: { type: 'string', minLength: 1, maxLength: SESSION_ID_MAX, description: "Reusing it keeps the conversation (per user)" },
-    web_search: { type: 'boolean', default: false },
-    model: { type: 'string', minLength: 1, maxLength: MODEL_NAME_MAX, description: 'A catalog model id or a model family (gpt, claude, mistral, llama)' },
-    stream: { type: 'boolean', default: false, description: 'Answer as Server-Sent Events: delta, then done or error' },
+    web_search: nullable('boolean', { default: false }),
+    model: nullable('string', { minLength: 1, maxLength: MODEL_NAME_MAX, description: 'A catalog model id or a model family (gpt, claude, mistral, llama)' }),
+    stream: nullable('boolean', { default: false, description: 'Answer as Server-Sent Events: delta, then done or error' }),
   },
 };
 

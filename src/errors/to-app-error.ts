@@ -1,4 +1,5 @@
 import { AppError, errorCatalogEntries, type ErrorCode, type ValidationIssue } from './catalog';
+import { NUL_ISSUE, SURROGATE_ISSUE } from './refused-text';
 
 /**
  * The shape of what frameworks throw: fastify's and Ajv's validation and
@@ -40,19 +41,50 @@ interface AjvError {
   params: Record<string, unknown>;
 }
 
+/** The types of the issues of text the server cannot keep (./refused-text.ts), which the REST adapter reports among Ajv's. */
+const UNKEEPABLE_TEXT: ReadonlySet<string> = new Set([NUL_ISSUE.type, SURROGATE_ISSUE.type]);
+
+/** The msg and type of a wrong type: `string_type`, also where null is allowed (`type: ["string", "null"]`), which the msg says. */
+function typeIssue(expected: unknown): { msg: string; type: string } {
+  const named = Array.isArray(expected) ? expected.map(String) : String(expected).split(',');
+  const types = named.filter((t) => t !== 'null');
+  return { msg: `must be ${types.join(' or ')}${types.length < named.length ? ' or null' : ''}`, type: `${types.join('_or_')}_type` };
+}
+
+/**
+ * What an enum issue says: the allowed values, worded as the services word
+ * theirs. An optional member's null is left out: it means "not given", which
+ * some services refuse for the member all the same.
+ */
+function enumMsg(allowed: unknown): string {
+  if (!Array.isArray(allowed)) return 'must be one of the allowed values';
+  return `must be one of ${allowed.filter((v) => v !== null).map(String).join(', ')}`;
+}
+
 export function validationIssues(error: ThrownError): ValidationIssue[] {
   const part = partNames[error.validationContext ?? 'body'] ?? 'body';
-  return ((error.validation ?? []) as AjvError[]).map((e) => {
-    const loc: (string | number)[] = [part];
-    for (const segment of e.instancePath.split('/').slice(1)) {
-      loc.push(/^\d+$/.test(segment) ? Number(segment) : segment.replace(/~1/g, '/').replace(/~0/g, '~'));
-    }
-    if (e.keyword === 'required') loc.push(String(e.params.missingProperty));
-    if (e.keyword === 'additionalProperties') loc.push(String(e.params.additionalProperty));
-    const type = e.keyword === 'type' ? `${String(e.params.type)}_type` : (ajvTypes[e.keyword] ?? e.keyword);
-    const msg = e.keyword === 'additionalProperties' ? UNKNOWN_FIELD.msg : (e.message ?? 'invalid');
-    return { loc, msg, type };
-  });
+  const errors = (error.validation ?? []) as AjvError[];
+  // A value outside an enum is one issue, the enum's (it lists what is allowed), though Ajv also reports its
+  // wrong type, or any other keyword it fails, at the same place; text the server cannot keep (NUL, a lone
+  // surrogate) is refused as such everywhere, so its issue is that place's one issue instead.
+  const onlyIssue = new Map<string, AjvError>();
+  for (const e of errors) if (e.keyword === 'enum') onlyIssue.set(e.instancePath, e);
+  for (const e of errors) if (UNKEEPABLE_TEXT.has(e.keyword) && onlyIssue.has(e.instancePath)) onlyIssue.set(e.instancePath, e);
+  return errors
+    .filter((e) => (onlyIssue.get(e.instancePath) ?? e) === e)
+    .map((e) => {
+      const loc: (string | number)[] = [part];
+      for (const segment of e.instancePath.split('/').slice(1)) {
+        loc.push(/^\d+$/.test(segment) ? Number(segment) : segment.replace(/~1/g, '/').replace(/~0/g, '~'));
+      }
+      if (e.keyword === 'required') loc.push(String(e.params.missingProperty));
+      if (e.keyword === 'additionalProperties') loc.push(String(e.params.additionalProperty));
+      if (e.keyword === 'type') return { loc, ...typeIssue(e.params.type) };
+      const type = ajvTypes[e.keyword] ?? e.keyword;
+      if (e.keyword === 'enum') return { loc, msg: enumMsg(e.params.allowedValues), type };
+      const msg = e.keyword === 'additionalProperties' ? UNKNOWN_FIELD.msg : (e.message ?? 'invalid');
+      return { loc, msg, type };
+    });
 }
 
 /** Turns anything thrown while serving a request into an AppError. Unknown errors are masked. */

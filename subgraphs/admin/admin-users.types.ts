@@ -154,7 +154,7 @@ export class AdminForceLogoutType {
 
 @InputType('AdminUserPatchInput', { description: 'Fields to change; omitted fields stay as they are' })
 export class AdminUserPatchInput {
-  @Rest({ maxLength: 400, nullable: true })
+  @Rest({ maxLength: 400 })
   @Field(() => String, { nullable: true, description: '1 to 200 characters once trimmed; null clears it' })
   name?: string | null;
 

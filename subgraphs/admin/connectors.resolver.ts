@@ -53,15 +53,15 @@ export class ConnectorInput {
   @Field(() => Boolean, { nullable: true, description: 'Enabling needs clientId and clientSecret set' })
   enabled?: boolean | null;
 
-  @Rest({ maxLength: CLIENT_ID_MAX, nullable: true })
+  @Rest({ maxLength: CLIENT_ID_MAX })
   @Field(() => String, { nullable: true })
   clientId?: string | null;
 
-  @Rest({ maxLength: CLIENT_SECRET_MAX, nullable: true })
+  @Rest({ maxLength: CLIENT_SECRET_MAX })
   @Field(() => String, { nullable: true, description: 'Stored encrypted; never returned' })
   clientSecret?: string | null;
 
-  @Rest({ maxLength: TENANT_MAX, nullable: true })
+  @Rest({ maxLength: TENANT_MAX })
   @Field(() => String, { nullable: true, description: 'onedrive only: tenant id, domain, common, organizations or consumers' })
   tenant?: string | null;
 

@@ -29,7 +29,6 @@ const setting: Record<
     description: `Minimum length of new passwords (password reset; invitation acceptance), ${POLICY_MIN_PASSWORD_LENGTH} to ${POLICY_MAX_PASSWORD_LENGTH}. Existing passwords still sign in.`,
   },
   sessionIdleTimeoutMinutes: {
-    nullable: true,
     minimum: IDLE_TIMEOUT_BOUNDS.min,
     maximum: IDLE_TIMEOUT_BOUNDS.max,
     description:
@@ -51,7 +50,6 @@ const setting: Record<
       'Must include the address of the request that sets it.',
   },
   apiKeyMaxAgeDays: {
-    nullable: true,
     minimum: API_KEY_MAX_AGE_BOUNDS.min,
     maximum: API_KEY_MAX_AGE_BOUNDS.max,
     description: 'Company API keys older than this many days answer 401 token_invalid; null: no limit',

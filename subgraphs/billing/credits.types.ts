@@ -44,7 +44,7 @@ export class CreditBalanceType {
 
 @ObjectType('SpendingBudget', { description: "A company's spending budget per period, in the billing currency, and the period's spend so far" })
 export class SpendingBudgetType {
-  @Rest({ nullable: true, pattern: MONEY_PATTERN })
+  @Rest({ pattern: MONEY_PATTERN })
   @Field(() => String, { nullable: true, description: 'Decimal amount; null: no budget. Once the spend reaches it, operations answer 402 budget_exhausted.' })
   budget!: string | null;
 
@@ -118,7 +118,7 @@ export class CreditGrantInput {
 
 @InputType('SpendingBudgetInput', { description: 'A spending budget per period' })
 export class SpendingBudgetInput {
-  @Rest({ nullable: true, required: true, pattern: MONEY_PATTERN })
+  @Rest({ required: true, pattern: MONEY_PATTERN })
   @Field(() => String, { nullable: true, description: 'Decimal amount in the billing currency (e.g. "250.00"); null removes the budget. Required: left out, the request is refused' })
   budget!: string | null | undefined;
 }

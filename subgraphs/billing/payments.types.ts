@@ -38,7 +38,7 @@ export class BillingSummaryType {
   @Field(() => PlanType)
   plan!: PlanType;
 
-  @Rest({ nullable: true, enum: subscriptionStatuses })
+  @Rest({ enum: subscriptionStatuses })
   @Field(() => String, { nullable: true, description: 'The subscription status; null without a paid subscription (on-premise, or no subscription yet)' })
   status!: string | null;
 
@@ -61,7 +61,7 @@ export class BillingSummaryType {
   @Field(() => CreditBalanceType)
   credits!: CreditBalance;
 
-  @Rest({ nullable: true, pattern: MONEY_PATTERN })
+  @Rest({ pattern: MONEY_PATTERN })
   @Field(() => String, { nullable: true, description: 'Spending budget per period, decimal; null: none' })
   budget!: string | null;
 
@@ -94,7 +94,7 @@ export class PlanChangeType {
   @Field(() => Int, { description: "Monthly credits added for the rest of this period (an upgrade's difference)" })
   creditsAdded!: number;
 
-  @Rest({ nullable: true, format: 'uri' })
+  @Rest({ format: 'uri' })
   @Field(() => String, { nullable: true, description: 'The processor-hosted checkout of a new subscription' })
   checkoutUrl!: string | null;
 }
@@ -204,7 +204,7 @@ export class InvoiceType {
   @Field(() => Date, { nullable: true })
   periodEnd!: Date | null;
 
-  @Rest({ nullable: true, format: 'uri' })
+  @Rest({ format: 'uri' })
   @Field(() => String, { nullable: true, description: "The processor's page of the invoice" })
   hostedUrl!: string | null;
 
@@ -267,7 +267,7 @@ export class BillingCustomerType {
   @Field(() => ID)
   planId!: string;
 
-  @Rest({ nullable: true, enum: subscriptionStatuses })
+  @Rest({ enum: subscriptionStatuses })
   @Field(() => String, { nullable: true })
   status!: string | null;
 

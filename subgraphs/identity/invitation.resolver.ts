@@ -15,7 +15,7 @@ export class AcceptInvitationInput {
   @Field({ description: 'The new account password (at least 12 characters)' })
   password!: string;
 
-  @Rest({ maxLength: 200, nullable: true })
+  @Rest({ maxLength: 200 })
   @Field(() => String, { nullable: true, description: 'Display name, 1 to 200 characters' })
   name?: string | null;
 }

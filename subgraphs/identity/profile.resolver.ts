@@ -1,13 +1,11 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
-import { Rest } from '../rest';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, ProfileService } from '../../src/domains/identity';
 import { UserType } from './types';
 
 @InputType('UpdateProfileInput')
 export class UpdateProfileInput {
-  @Rest({ nullable: true })
   @Field(() => String, {
     nullable: true,
     description: 'Display name, 1 to 200 characters once trimmed; null clears it; omitted leaves it unchanged',

@@ -37,7 +37,6 @@ export class ModuleUsageType {
   @Field(() => Int, { description: "The plan's monthly credits" })
   creditsMonthly!: number;
 
-  @Rest({ nullable: true })
   @Field(() => Int, { nullable: true, description: 'Whole days left of a trial subscription; null without a trial' })
   trialDaysLeft!: number | null;
 }
@@ -176,11 +175,9 @@ export class LanguageCandidateType {
 
 @ObjectType('LanguageGuess', { description: 'The language of a text, detected offline' })
 export class LanguageGuessType {
-  @Rest({ nullable: true })
   @Field(() => String, { nullable: true, description: 'ISO 639-1 code; null when the text gives no clue' })
   language!: string | null;
 
-  @Rest({ nullable: true })
   @Field(() => String, { nullable: true, description: 'The language in English' })
   name!: string | null;
 

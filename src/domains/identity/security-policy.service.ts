@@ -181,7 +181,8 @@ export function validatePatch(patch: SecurityPolicyPatch): Partial<Omit<Security
   const issues: ValidationIssue[] = [];
   const out: Partial<Omit<SecurityPolicyView, 'companyId' | 'updatedAt' | 'updatedBy'>> = {};
   const loc = (field: PolicyField, ...rest: (string | number)[]) => ['body', POLICY_FIELDS[field], ...rest];
-  const given = (field: PolicyField) => Object.prototype.hasOwnProperty.call(patch, field) && patch[field] !== undefined;
+  // A null is not a value given: it is one issue, "must not be null", not that and a wrong type besides.
+  const given = (field: PolicyField) => Object.prototype.hasOwnProperty.call(patch, field) && patch[field] != null;
   const notNull = (field: PolicyField) => issues.push({ loc: loc(field), msg: 'must not be null', type: 'none_not_allowed' });
   const list = (field: 'allowedSsoProviders' | 'ssoSignupEmailDomains' | 'ipAllowlist', check: (item: string) => string | null, msg: string) => {
     const value = patch[field];
