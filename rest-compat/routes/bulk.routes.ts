@@ -403,7 +403,9 @@ export const bulkRoutes: RestRoute[] = [
     description:
       'NDJSON (application/x-ndjson), one object per processed row in row order: row, status (completed or failed), input, output, error, ' +
       'tokens, credits_used. While the job runs the stream follows it, each row once it and the rows before it are done, and ends when the ' +
-      `job ends. ?after=N resumes after row N. ${PLATFORM}`,
+      'job ends. ?after=N resumes after row N. It ends early, with a last line {error: <problem details>}, once its credential would be refused ' +
+      '(401 token_invalid: session or key revoked; token_expired; 403 for the security policy), when its caller may no longer read the job ' +
+      `(404 not_found after an access change) and when the server stops (503 server_busy: resume with ?after=N). ${PLATFORM}`,
     tag: 'Research and bulk jobs',
     auth: 'required',
     status: 200,
@@ -417,7 +419,8 @@ export const bulkRoutes: RestRoute[] = [
       'application/x-ndjson': {
         type: 'string',
         description:
-          'One JSON object a line: {row, status, input, output, error, tokens, credits_used}; a failure after the stream began is a last line {error: <problem details>}',
+          'One JSON object a line: {row, status, input, output, error, tokens, credits_used}; a failure after the stream began, a credential or access that ended, ' +
+          'or a server that stops is a last line {error: <problem details>}',
       },
     },
     raw: rows,
