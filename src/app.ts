@@ -19,6 +19,7 @@ import { startupLine, webPlugin } from './host/web';
 import { describeListenError, ListenRefused, SERVER_LISTEN_SETTINGS } from './kernel/listen-error';
 import { lazyChildLogger } from './host/lazy-logger';
 import { memoryReliefPlugin } from './host/memory-relief';
+import { shutdownPlugin } from './host/shutdown';
 import { loggableUrl, pinoRedaction } from './kernel/log-redaction';
 import './host/types';
 import { buildSupergraph, supergraphContainer } from '../subgraphs/supergraph';
@@ -87,6 +88,8 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   // Registered by mercurius after those hooks, a refused upgrade was never marked and its
   // socket stayed open (CLOSE-WAIT) for good. mercurius uses the one registered here.
   await app.register(websocket, { options: { maxPayload: 1_048_576 } });
+  // Jobs stop and streams end before the HTTP server waits for its connections.
+  await app.register(shutdownPlugin);
   await app.register(memoryReliefPlugin);
   await app.register(serviceHeadersPlugin);
   await app.register(errorsPlugin);

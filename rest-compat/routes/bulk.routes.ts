@@ -11,6 +11,10 @@ import { COLUMN_NAME_MAX, PROMPT_TEMPLATE_MAX, TABLE_MIME, type BulkJobView, typ
 import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import { jobIdAnswer } from '../schemas';
 import { uploadFailure } from '../multipart';
+import type { Principal } from '../../src/auth/principal';
+import { readCookie, SESSION_COOKIE } from '../../src/auth/cookies';
+import { runInUnitOfWork } from '../../src/db/unit-of-work';
+import type { CredentialWatch } from '../../src/host/live-credentials';
 
 const MODULES_KEY = 'Takes only an AI-modules key (Authorization: Bearer sk_live_svc_…) with the bulk scope; any other credential is 401.';
 const PLATFORM = "Takes a signed-in user's access token or a company API key (svc_…).";
@@ -124,14 +128,62 @@ function download(param: string) {
 const rowLine = (row: BulkRowView) =>
   `${JSON.stringify({ row: row.row, status: row.status, input: row.input, output: row.output, error: row.error, tokens: row.tokens, credits_used: row.creditsUsed })}\n`;
 
-/** GET /bulk/jobs/{id}/rows: NDJSON, in row order, following a running job until it ends; ?after=N resumes after row N. */
+/**
+ * The caller of a request again, as the principal hook resolves it (a Bearer
+ * header, else the session cookie), in a unit of work of its own: asked
+ * from an event published by another request.
+ */
+async function callerAgain(request: FastifyRequest): Promise<Principal> {
+  const { access } = request.server.domains.identity;
+  const authorization = request.headers.authorization;
+  const cookie = authorization ? undefined : readCookie(request.headers.cookie, SESSION_COOKIE);
+  return runInUnitOfWork(request.server.kernel.orm, async () => (cookie === undefined ? access.bearer(authorization, request.ip) : access.cookie(cookie, request.ip)));
+}
+
+/**
+ * GET /bulk/jobs/{id}/rows: NDJSON, in row order, following a running job until it ends; ?after=N resumes after row N.
+ * A stream is a live credential as a graphql-ws socket is: it ends, with a last
+ * {error} line, once its credential would be refused (session or key revoked,
+ * token expired, security policy) or its caller may no longer read the job (access
+ * changed: judged again), and when the server stops (503, resume with ?after).
+ */
 async function rows(request: FastifyRequest, reply: FastifyReply) {
   const { id } = request.params as { id: string };
   const after = (request.query as { after?: number }).after ?? 0;
-  const bulk = request.server.domains.bulk.bulk;
+  const app = request.server;
+  const bulk = app.domains.bulk.bulk;
   // Access first, so a refusal is still a problem document; then the headers go out at once, rows or not.
   await bulk.get(request.principal, id);
   const stop = new AbortController();
+  let sent = after;
+  // Why the stream ends before the job does: its last line.
+  let ending: (() => AppError) | undefined;
+  const endWith = (problem: () => AppError) => {
+    if (stop.signal.aborted) return;
+    ending = problem;
+    stop.abort();
+  };
+  const stopping = () => endWith(() => new AppError('server_busy', `The server is stopping; resume with ?after=${sent}`));
+  let watch: CredentialWatch | undefined;
+  const watchCredential = (principal: Principal) => {
+    if (principal.kind !== 'user' && principal.kind !== 'api_key') return;
+    watch = app.liveCredentials.watch({
+      principal,
+      ip: request.ip,
+      expiresAt: app.domains.identity.access.expiresAt(request.headers.authorization),
+      end: (refusal, event) => {
+        if (event !== 'credential_changed') return endWith(() => refusal);
+        // The user's access changed (role, email, status): judged afresh, as a new request would be, on this job too.
+        callerAgain(request)
+          .then(async (caller) => {
+            if (caller.kind === 'anonymous') throw caller.credentialError ?? new AppError('unauthenticated', 'A Bearer credential is required');
+            await bulk.get(caller, id);
+            if (!stop.signal.aborted) watchCredential(caller);
+          })
+          .catch((error: unknown) => endWith(() => (isAppError(error) ? error : refusal)));
+      },
+    });
+  };
   const iterator = bulk.follow(request.principal, id, after, stop.signal);
   const raw = reply.raw;
   reply.hijack();
@@ -142,18 +194,28 @@ async function rows(request: FastifyRequest, reply: FastifyReply) {
     'x-accel-buffering': 'no',
   });
   raw.on('close', () => stop.abort());
+  watchCredential(request.principal);
+  app.stopping.addEventListener('abort', stopping, { once: true });
+  if (app.stopping.aborted) stopping();
   try {
     raw.flushHeaders();
     for await (const row of iterator) {
+      // Not one row more once the stream is to end (a revoked credential).
+      if (stop.signal.aborted) break;
       if (!raw.write(rowLine(row))) await once(raw, 'drain', { signal: stop.signal });
+      sent = row.row;
     }
   } catch (error) {
     if (!stop.signal.aborted) {
       const problem = isAppError(error) ? error : new AppError('internal_error', 'The rows could not be read');
       if (!isAppError(error)) request.log.error({ err: error }, 'bulk rows stream failed');
-      raw.write(`${JSON.stringify({ error: problemBody(problem, request, request.server.config.docsUrl) })}\n`);
+      ending = () => problem;
     }
   } finally {
+    stop.abort();
+    watch?.stop();
+    app.stopping.removeEventListener('abort', stopping);
+    if (ending && !raw.destroyed) raw.write(`${JSON.stringify({ error: problemBody(ending(), request, app.config.docsUrl) })}\n`);
     raw.end();
   }
 }
@@ -341,7 +403,9 @@ export const bulkRoutes: RestRoute[] = [
     description:
       'NDJSON (application/x-ndjson), one object per processed row in row order: row, status (completed or failed), input, output, error, ' +
       'tokens, credits_used. While the job runs the stream follows it, each row once it and the rows before it are done, and ends when the ' +
-      `job ends. ?after=N resumes after row N. ${PLATFORM}`,
+      'job ends. ?after=N resumes after row N. It ends early, with a last line {error: <problem details>}, once its credential would be refused ' +
+      '(401 token_invalid: session or key revoked; token_expired; 403 for the security policy), when its caller may no longer read the job ' +
+      `(404 not_found after an access change) and when the server stops (503 server_busy: resume with ?after=N). ${PLATFORM}`,
     tag: 'Research and bulk jobs',
     auth: 'required',
     status: 200,
@@ -355,7 +419,8 @@ export const bulkRoutes: RestRoute[] = [
       'application/x-ndjson': {
         type: 'string',
         description:
-          'One JSON object a line: {row, status, input, output, error, tokens, credits_used}; a failure after the stream began is a last line {error: <problem details>}',
+          'One JSON object a line: {row, status, input, output, error, tokens, credits_used}; a failure after the stream began, a credential or access that ended, ' +
+          'or a server that stops is a last line {error: <problem details>}',
       },
     },
     raw: rows,

@@ -64,6 +64,10 @@ async function chat(request: FastifyRequest, reply: FastifyReply) {
   raw.on('close', () => {
     if (!raw.writableFinished) abort.abort();
   });
+  // A stopping server does not wait for the reply: the call is aborted (what it used is spent) and the stream ends with an error event.
+  const stopping = request.server.stopping;
+  const stop = () => abort.abort();
+  stopping.addEventListener('abort', stop, { once: true });
   try {
     const done = await service.chat(request.principal, input, request.meta, {
       onStart: start,
@@ -75,11 +79,15 @@ async function chat(request: FastifyRequest, reply: FastifyReply) {
   } catch (error) {
     // Before the first byte: answered whole, as without "stream".
     if (!started) throw error;
-    if (abort.signal.aborted) return;
+    if (abort.signal.aborted) {
+      if (stopping.aborted && !raw.destroyed) send('error', problemBody(new AppError('server_busy', 'The server is stopping; ask again'), request, request.server.config.docsUrl));
+      return;
+    }
     const problem = isAppError(error) ? error : new AppError('internal_error', 'The reply failed');
     if (problem.code === 'internal_error') request.log.error({ err: error }, 'chat stream failed');
     send('error', problemBody(problem, request, request.server.config.docsUrl));
   } finally {
+    stopping.removeEventListener('abort', stop);
     if (started) raw.end();
   }
 }

@@ -5,8 +5,7 @@ import { GraphQLError, type ExecutionResult, type GraphQLSchema } from 'graphql'
 import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors/catalog';
-import { anonymous, type ApiKeyPrincipal, type Principal, type RequestMeta, type UserPrincipal } from '../auth/principal';
-import type { EventBus } from '../events/event-bus';
+import { anonymous, type Principal, type RequestMeta } from '../auth/principal';
 import type { AccessService } from '../domains/identity';
 import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
 import { toGraphQLError } from '../../subgraphs/errors';
@@ -19,6 +18,9 @@ import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
 import { setRateLimitHeaders } from './rate-limit';
 import { isPromise } from '../is-promise';
 import { lighterSocketMessageLoop } from './ws-message-loop';
+import { LiveCredentials, type CredentialEvent, type CredentialWatch } from './live-credentials';
+
+export { SOCKET_RECHECK_MS } from './live-credentials';
 
 /**
  * The request meta of one socket operation (mercurius copies the connection's
@@ -130,61 +132,20 @@ interface ClosableSocket {
 }
 
 /**
- * Closes the socket (4401) the moment the credential it was opened with stops
- * being valid: its session revoked, its user's access changed (suspended, demoted,
- * new email or password), or
- * its API key revoked. The client reconnects and is judged afresh.
+ * An accepted socket: closed (4401) the moment the credential it was opened
+ * with stops being valid (its session revoked, its user's access changed,
+ * its API key revoked: the reason names it), or with the refusal a recheck
+ * found (see LiveCredentials). The client reconnects and is judged afresh.
  */
-function closeWhenCredentialEnds(events: EventBus, principal: UserPrincipal | ApiKeyPrincipal, socket: ClosableSocket) {
-  const close = (reason: string) => {
-    if (socket.readyState === 1) socket.close(4401, reason);
-  };
-  const offs =
-    principal.kind === 'user'
-      ? [
-          events.subscribe('session.revoked', (e) => e.sessionId === principal.sessionId && close('session_revoked')),
-          events.subscribe('user.changed', (e) => e.access && e.userId === principal.userId && close('credential_changed')),
-        ]
-      : [events.subscribe('api_key.revoked', (e) => e.keyId === principal.keyId && close('api_key_revoked'))];
-  socket.once('close', () => offs.forEach((off) => off()));
-}
-
-/** How often every open socket is judged again: an expired token, or a company policy that changed (here or in another process). */
-export const SOCKET_RECHECK_MS = 1000;
-
-/** An accepted socket, as the sweep and each of its operations judge it again. */
 interface LiveSocket {
   socket: ClosableSocket;
-  principal: UserPrincipal | ApiKeyPrincipal;
-  ip: string;
-  /** When its access token expires (ms); null for a key or the session cookie, which end by revocation. */
-  expiresAt: number | null;
-  /** The company policy version it was last judged by. */
-  policyVersion: number;
+  watch: CredentialWatch;
 }
 
-/**
- * Whether a socket may still run anything: a socket outlives neither its
- * access token (401 token_expired), nor its company key's maximum age (401
- * token_invalid), nor its company's consent (403
- * ip_not_allowed after an allow-list change, mfa_enrollment_required after
- * MFA became required), as an HTTP request with the same credential would
- * be refused. Synchronous unless a policy must be read.
- */
-function rejudge(access: AccessService, live: LiveSocket): AppError | null | Promise<AppError | null> {
-  if (live.expiresAt !== null && Date.now() >= live.expiresAt) return new AppError('token_expired', 'The access token has expired');
-  const verdict = access.socketRecheck(live.principal, live.ip, live.policyVersion);
-  const apply = ({ refusal, version }: { refusal: AppError | null; version: number }) => {
-    live.policyVersion = version;
-    return refusal;
-  };
-  return isPromise(verdict) ? verdict.then(apply) : apply(verdict);
-}
-
-/** Closes a socket that may run nothing more: 4401 when its credential no longer holds (a token expired, a key too old), else 4403 with the reason. */
-function closeRefused(live: LiveSocket, refusal: AppError): void {
-  const credentialEnded = refusal.code === 'token_expired' || refusal.code === 'token_invalid';
-  if (live.socket.readyState === 1) live.socket.close(credentialEnded ? 4401 : 4403, refusal.code);
+/** Closes a socket that may run nothing more: 4401 when its credential no longer holds (revoked, a token expired, a key too old), else 4403 with the reason. */
+function closeRefused(socket: ClosableSocket, refusal: AppError, event?: CredentialEvent): void {
+  const credentialEnded = event !== undefined || refusal.code === 'token_expired' || refusal.code === 'token_invalid';
+  if (socket.readyState === 1) socket.close(credentialEnded ? 4401 : 4403, event ?? refusal.code);
 }
 
 export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
@@ -198,39 +159,11 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     const gate = new OperationGate(supergraph.schema, access, app.kernel.budgets, app.config.graphql);
     app.decorate('gate', gate);
 
-    // Every accepted socket, judged again each SOCKET_RECHECK_MS (and before each of its operations).
-    const liveSockets = new Set<LiveSocket>();
-    const sweep = setInterval(() => {
-      for (const live of liveSockets) {
-        const refusal = rejudge(access, live);
-        if (isPromise(refusal)) refusal.then((r) => r && closeRefused(live, r), (error: unknown) => app.log.error({ err: error }, 'socket recheck failed'));
-        else if (refusal) closeRefused(live, refusal);
-      }
-    }, SOCKET_RECHECK_MS);
-    sweep.unref();
-    // Sessions and keys ended by this process close their sockets at once (closeWhenCredentialEnds);
-    // ended by another process (a standalone subgraph, the CLI), within SOCKET_REAUTHENTICATE_SECONDS.
-    let reading = false;
-    const reauthenticate = setInterval(() => {
-      if (reading || liveSockets.size === 0) return;
-      reading = true;
-      const open = [...liveSockets];
-      access
-        .endedCredentials(open.map((live) => live.principal))
-        .then((ended) => {
-          for (const live of open) {
-            const refusal = ended.get(live.principal);
-            if (refusal) closeRefused(live, refusal);
-          }
-        })
-        .catch((error: unknown) => app.log.error({ err: error }, 'socket credential check failed'))
-        .finally(() => (reading = false));
-    }, app.config.socketReauthenticateSeconds * 1000);
-    reauthenticate.unref();
-    app.addHook('onClose', async () => {
-      clearInterval(sweep);
-      clearInterval(reauthenticate);
-    });
+    // Every accepted socket, judged again each SOCKET_RECHECK_MS (and before each of its operations),
+    // with the streamed responses (the bulk rows): one watch over every live credential.
+    const liveCredentials = new LiveCredentials(events, access, app.log, app.config.socketReauthenticateSeconds);
+    app.decorate('liveCredentials', liveCredentials);
+    app.addHook('onClose', async () => liveCredentials.close());
 
     // GraphQL over HTTP is read and admitted by the policy layer before mercurius
     // runs anything: a document that is not GraphQL or passes a cap is a 400, a
@@ -336,10 +269,14 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
           const socket = this?.socket;
           if (principal.kind !== 'anonymous' && principal.kind !== 'module_key') {
             if (!socket) return { principal };
-            closeWhenCredentialEnds(events, principal, socket);
-            const live: LiveSocket = { socket, principal, ip, expiresAt: typeof raw === 'string' ? access.expiresAt(raw) : null, policyVersion: -1 };
-            liveSockets.add(live);
-            socket.once('close', () => liveSockets.delete(live));
+            const watch = liveCredentials.watch({
+              principal,
+              ip,
+              expiresAt: typeof raw === 'string' ? access.expiresAt(raw) : null,
+              end: (refusal, event) => closeRefused(socket, refusal, event),
+            });
+            socket.once('close', () => watch.stop());
+            const live: LiveSocket = { socket, watch };
             return { principal, live };
           }
           if (socket?.protocol === 'graphql-transport-ws' && socket.readyState === 1) {
@@ -399,9 +336,9 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
      */
     const admitSocketRequest = async (ctx: SocketContext) => {
       if (ctx.live) {
-        const refusal = await rejudge(access, ctx.live);
+        const refusal = await ctx.live.watch.rejudge();
         if (refusal) {
-          closeRefused(ctx.live, refusal);
+          closeRefused(ctx.live.socket, refusal);
           throw refusal;
         }
       }

@@ -5,6 +5,7 @@ import type { DomainApis } from '../domains';
 import type { Kernel } from '../kernel/kernel';
 import type { ResolverContainer } from '../../subgraphs/context';
 import type { ServerSummary } from './web/landing';
+import type { LiveCredentials } from './live-credentials';
 
 /** Per-route behaviour, declared in the route's `config` and applied by hooks. */
 export type AuthKind = 'public' | 'required' | 'optional';
@@ -31,6 +32,10 @@ declare module 'fastify' {
     resolvers: ResolverContainer;
     /** What the landing page and the start-up log say: health, and whether an owner exists yet. */
     serverSummary(): Promise<ServerSummary>;
+    /** The watch over every live credential (graphql-ws sockets, streamed responses): each ends once its credential would be refused. */
+    liveCredentials: LiveCredentials;
+    /** Aborted when the server starts to stop: long-lived responses (streams) end at once rather than hold the close. */
+    stopping: AbortSignal;
   }
   interface FastifyRequest {
     principal: Principal;
