@@ -490,7 +490,8 @@ export class ResearchService {
 
   /** The job with `id` if the caller may see it; another company's or another member's is as absent as an unknown one. */
   private async find(caller: JobCaller, id: string): Promise<ResearchJob | null> {
-    const job = UUID_PATTERN.test(id) ? await currentEm(this.orm).findOne(ResearchJob, { id }) : null;
+    // Read from the database, not the unit of work's map: a subscription's first state must be the committed one now.
+    const job = UUID_PATTERN.test(id) ? await currentEm(this.orm).findOne(ResearchJob, { id }, { refresh: true }) : null;
     return job && canSeeJob(caller, { companyId: job.company.id, userId: job.user?.id ?? null }) ? job : null;
   }
 
