@@ -200,7 +200,9 @@ export class JobsResolver {
 
   @Access({ auth: 'modules' })
   @Subscription(() => JobUpdateType, {
-    description: "Every research and bulk job the caller may see as it changes (an admin's: the company's; a member's: their own)",
+    description:
+      "Every research and bulk job the caller may see as it changes (an admin's: the company's; a member's: their own), from now on (no " +
+      'current states), each to its final state; it never completes. A job deleted with its user ends as cancelled, its error saying so.',
     subscribe: ({ context }) => {
       const ctx = context as GraphQLContext;
       const self = ctx.container.get(JobsResolver);
