@@ -575,6 +575,22 @@ test('GraphQL: a signed-in user submits CSV text, reads the job and its rows, th
   assert.equal(bad.errors?.[0]?.extensions?.code, 'validation_error');
 });
 
+test('GraphQL submitBulkJob names an empty or unreadable CSV at its argument ["input", "csv"], while the REST upload keeps ["body", "file"]', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys, tokens } = await modulesCast(app);
+  const mutation = 'mutation($i: BulkCsvInput!) { submitBulkJob(input: $i) { id } }';
+  for (const csv of ['', '\n\n']) {
+    const bad = await gql(app, tokens.ownerA, mutation, { i: { csv, inputColumn: 'review', promptTemplate: 'X {text}' } });
+    assert.equal(bad.errors?.[0]?.extensions?.code, 'validation_error', JSON.stringify(bad.errors));
+    const issues = (bad.errors![0]!.extensions as unknown as { errors: { loc: unknown[] }[] }).errors;
+    assert.deepEqual(issues.map((i) => i.loc), [['input', 'csv']], JSON.stringify(csv));
+  }
+  const rest = await submit(app, keys.ownerA.key, Buffer.alloc(0), 'empty.csv');
+  assert.equal(rest.statusCode, 422, rest.body);
+  assert.deepEqual((rest.json() as { errors: { loc: unknown[] }[] }).errors.map((i) => i.loc), [['body', 'file']]);
+});
+
 test('companyJobProgress over graphql-ws: bulk counts at most four times a second, the final state always, nothing to another company', async (t) => {
   const fake = await fakeOpenAi(t, () => ({ content: 'ok', delayMs: 10, usage: { prompt: 5, completion: 5 } }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 2, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);

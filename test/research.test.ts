@@ -342,7 +342,8 @@ test('GraphQL: startResearch runs the same service, and jobProgress streams its 
       },
     );
   });
-  const phases = [...new Set(mine.map((u) => u.research.progress?.phase).filter(Boolean))];
+  // The first message is the job's state when subscribing (still planning if no step has finished yet).
+  const phases = [...new Set(mine.map((u) => u.research.progress?.phase).filter(Boolean))].filter((p) => p !== 'planning');
   assert.deepEqual(phases, ['searching', 'fetching', 'summarising', 'writing']);
   assert.equal(mine.at(-1)!.status, 'completed');
   // B's socket saw none of A's job.
@@ -352,6 +353,43 @@ test('GraphQL: startResearch runs the same service, and jobProgress streams its 
     socket(tokens.ownerB).subscribe({ query: `subscription { jobProgress(id: "${id}") { jobId } }` }, { next: resolve, error: resolve, complete: () => resolve(null) });
   });
   assert.match(JSON.stringify(refused), /not_found|No research or bulk job/);
+});
+
+test("deleting a user with a running research job: companyJobProgress and jobProgress end it as cancelled, the error naming the deletion", async (t) => {
+  const { app, fake } = await setup(t, {}, { delayMs: 300 });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as AddressInfo).port;
+  const { memberA, tokens, keys } = await modulesCast(app);
+  const socket = () => {
+    const client = createClient({ url: `ws://127.0.0.1:${port}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${tokens.ownerA}` }, retryAttempts: 0, lazy: true });
+    t.after(() => client.dispose());
+    return client;
+  };
+  type U = { jobId: string; status: string; research: { status: string; error: string | null } };
+  const fields = 'jobId status research { status error }';
+  const company: U[] = [];
+  socket().subscribe({ query: `subscription { companyJobProgress { ${fields} } }` }, { next: (v) => company.push((v.data as { companyJobProgress: U }).companyJobProgress), error: () => undefined, complete: () => undefined });
+  await new Promise((r) => setTimeout(r, 200));
+  const started = await call(app, keys.memberA.key, 'POST', '/v1/research/start', { query: 'q' });
+  assert.equal(started.statusCode, 202, started.body);
+  const id = started.json().job_id as string;
+  for (let i = 0; i < 100 && fake.seen.length < 1; i++) await new Promise((r) => setTimeout(r, 20));
+  const one: U[] = [];
+  const ended = new Promise<unknown>((resolve) => {
+    socket().subscribe({ query: `subscription { jobProgress(id: "${id}") { ${fields} } }` }, { next: (v) => one.push((v.data as { jobProgress: U }).jobProgress), error: resolve, complete: () => resolve('complete') });
+  });
+  for (let i = 0; i < 50 && !one.length; i++) await new Promise((r) => setTimeout(r, 10));
+  const deleted = await call(app, tokens.ownerA, 'DELETE', `/v1/admin/users/${memberA.userId}`);
+  assert.equal(deleted.statusCode, 204, deleted.body);
+  assert.equal(await Promise.race([ended, new Promise((r) => setTimeout(() => r('open'), 5000))]), 'complete');
+  assert.equal(one.at(-1)!.status, 'cancelled');
+  assert.match(one.at(-1)!.research.error!, /user was deleted/);
+  await app.kernel.worker.drain();
+  await new Promise((r) => setTimeout(r, 200));
+  const last = company.filter((u) => u.jobId === id).at(-1)!;
+  assert.equal(last.status, 'cancelled');
+  assert.match(last.research.error!, /user was deleted/);
+  assert.equal(await held(app), 0);
 });
 
 test('a research job whose steps stopped running fails once past RESEARCH_TIMEOUT_SECONDS, and its credits return', async (t) => {

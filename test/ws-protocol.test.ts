@@ -151,6 +151,31 @@ test('a subscription document is validated before anything runs: unknown fields,
   assert.deepEqual(ok.payload, { data: { health: { status: 'ok' } } });
 });
 
+test('variables that do not fit the operation (a required one missing, a wrong type) are an error with bad_request on the socket, for a subscription as for a query, and nothing runs', async (t) => {
+  const { acknowledged } = await listening(t);
+  const raw = await acknowledged();
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    ['subscription($id: ID!) { jobProgress(id: $id) { jobId } }', {}, /Variable "\$id" of required type "ID!" was not provided/],
+    ['subscription($id: ID!) { jobProgress(id: $id) { jobId } }', { id: null }, /Variable "\$id" of non-null type "ID!" must not be null/],
+    ['subscription($id: ID!) { jobProgress(id: $id) { jobId } }', { id: { a: 1 } }, /Variable "\$id" got invalid value/],
+    ['query($page: Int!) { researchJobs(page: $page) { total } }', {}, /Variable "\$page" of required type "Int!" was not provided/],
+  ];
+  let n = 0;
+  for (const [query, variables, message] of cases) {
+    const id = `var-${n++}`;
+    raw.send({ type: 'subscribe', id, payload: { query, variables } });
+    const error = await raw.next('error');
+    assert.equal(error.id, id);
+    const errors = error.payload as { message: string; extensions?: { code: string; http: { status: number } } }[];
+    assert.match(errors[0]!.message, message, query);
+    assert.equal(errors[0]!.extensions?.code, 'bad_request', JSON.stringify(errors));
+    assert.equal(errors[0]!.extensions?.http.status, 400);
+  }
+  // The socket stays usable.
+  raw.send({ type: 'subscribe', id: 'ok', payload: { query: '{ health { status } }' } });
+  assert.equal((await raw.next('next')).id, 'ok');
+});
+
 test(`a socket runs at most ${MAX_OPERATIONS_PER_SOCKET} operations at once: one more is an error (rate_limited), and completing one frees a place`, async (t) => {
   const { acknowledged } = await listening(t);
   const raw = await acknowledged();

@@ -54,32 +54,53 @@ export class MemoryEventBus implements EventBus {
  * subscription), and `events.on` allocates a 2,048-slot queue and an abort
  * listener per iterator, which ten thousand dashboards feel. Here `return()`
  * detaches at once, and an idle subscriber costs a closure and an empty array.
+ *
+ * `end()` (the listener's second argument) ends the stream from the source's
+ * side: nothing more is taken, the values queued are still read, and then the
+ * iterator is done (a subscription then sends `complete`).
  */
-export function queueIterator<T>(attach: (push: (value: T) => void) => () => void): AsyncIterableIterator<T> {
+export function queueIterator<T>(attach: (push: (value: T) => void, end: () => void) => () => void): AsyncIterableIterator<T> {
   const queue: T[] = [];
   let waiting: ((result: IteratorResult<T>) => void) | null = null;
   let done = false;
-  const detach = attach((value) => {
-    if (done) return;
-    if (waiting) {
-      const resolve = waiting;
-      waiting = null;
-      resolve({ done: false, value });
-    } else queue.push(value);
-  });
+  let ending = false;
+  let detach: (() => void) | null = null;
   const finish = (): IteratorResult<T> => {
     if (!done) {
       done = true;
-      detach();
+      detach?.();
       queue.length = 0;
       waiting?.({ done: true, value: undefined });
       waiting = null;
     }
     return { done: true, value: undefined };
   };
+  detach = attach(
+    (value) => {
+      if (done || ending) return;
+      if (waiting) {
+        const resolve = waiting;
+        waiting = null;
+        resolve({ done: false, value });
+      } else queue.push(value);
+    },
+    () => {
+      if (done || ending) return;
+      ending = true;
+      // Ended while attaching: the detach is not known yet, and is called below.
+      if (!queue.length) finish();
+    },
+  );
+  // The source ended before attach returned: finish() could not detach it then.
+  if (done) detach();
   const iterator: AsyncIterableIterator<T> = {
     next() {
-      if (queue.length) return Promise.resolve({ done: false, value: queue.shift()! });
+      if (queue.length) {
+        const value = queue.shift()!;
+        // The last value of an ended stream: the source lets go now, not at the next read.
+        if (ending && !queue.length) finish();
+        return Promise.resolve({ done: false, value });
+      }
       if (done) return Promise.resolve({ done: true, value: undefined });
       return new Promise((resolve) => (waiting = resolve));
     },

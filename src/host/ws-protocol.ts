@@ -1,4 +1,4 @@
-import { GraphQLError, Kind, specifiedRules, validate, type DocumentNode, type GraphQLSchema, type SelectionSetNode } from 'graphql';
+import { getOperationAST, getVariableValues, GraphQLError, Kind, specifiedRules, validate, type DocumentNode, type GraphQLSchema, type SelectionSetNode } from 'graphql';
 import { AppError } from '../errors/catalog';
 import { anonymous, type Principal } from '../auth/principal';
 import { toGraphQLError } from '../../subgraphs/errors';
@@ -49,8 +49,9 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
  * - every document is read by the gate (token cap, depth, cost) and
  *   validated against the schema as POST /graphql validates it: unknown
  *   fields, a second root field of a subscription or @skip/@include on it,
- *   an operation that cannot be chosen get an `error` message with each
- *   issue (400 bad_request), and nothing runs.
+ *   an operation that cannot be chosen, variables that do not fit the
+ *   operation's definitions (a required one missing, a wrong type) get an
+ *   `error` message with each issue (400 bad_request), and nothing runs.
  * Answers whether mercurius should handle the message.
  */
 export async function screenMessage(connection: ScreenedConnection, message: Buffer, isBinary: boolean): Promise<boolean> {
@@ -96,7 +97,7 @@ export async function screenMessage(connection: ScreenedConnection, message: Buf
   const errors =
     state.active.size >= MAX_OPERATIONS_PER_SOCKET
       ? [refusal(new AppError('rate_limited', `At most ${MAX_OPERATIONS_PER_SOCKET} operations may run at once on one socket; complete one first`))]
-      : documentErrors(connection, payload.query, operationName);
+      : documentErrors(connection, payload.query, operationName, isObject(payload.variables) ? payload.variables : {});
   if (errors.length) {
     const log = connection.fastify.log;
     const hidden = { hideSchema: !connection.fastify.gate.mayIntrospect(connection.context?.principal ?? anonymous) };
@@ -108,7 +109,7 @@ export async function screenMessage(connection: ScreenedConnection, message: Buf
 }
 
 /** What is wrong with a document before anything of it runs; empty when mercurius may go on. */
-function documentErrors(connection: ScreenedConnection, query: string, operationName: string | undefined): readonly GraphQLError[] {
+function documentErrors(connection: ScreenedConnection, query: string, operationName: string | undefined, variables: Record<string, unknown>): readonly GraphQLError[] {
   const { gate, graphql } = connection.fastify;
   let read;
   try {
@@ -132,7 +133,14 @@ function documentErrors(connection: ScreenedConnection, query: string, operation
       validated.set(query, errors);
     }
   }
-  return errors;
+  if (errors.length) return errors;
+  // Variables are coerced by graphql-js when the operation executes, and mercurius sends a subscription's
+  // coercion errors as they are (no code): checked here, so they are bad_request like the document's issues.
+  const definition = getOperationAST(read.document, operationName);
+  if (!definition?.variableDefinitions?.length) return errors;
+  const coercion = getVariableValues(graphql.schema, definition.variableDefinitions, variables, { maxErrors: 50 }).errors ?? [];
+  // A scalar's own parse error is the client's value, not a server fault: kept only when it is one of the catalog's.
+  return coercion.map((error) => (error.originalError instanceof AppError ? error : new GraphQLError(error.message, { nodes: error.nodes })));
 }
 
 function validation(schema: GraphQLSchema, document: DocumentNode): readonly GraphQLError[] {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import { Access } from '../policy/access';
 import { AppError } from '../../src/errors/catalog';
-import type { ResearchApi, ResearchJobView, ResearchService } from '../../src/domains/research';
+import type { JobState, ResearchApi, ResearchJobView, ResearchService } from '../../src/domains/research';
 import type { BulkApi, BulkJobView, BulkService } from '../../src/domains/bulk';
 import type { GraphQLContext } from '../context';
 import { queueIterator } from '../../src/events/event-bus';
@@ -14,6 +14,64 @@ type Update = { kind: 'research'; jobId: string; status: string; research: Resea
 
 const researchUpdate = (job: ResearchJobView): Update => ({ kind: 'research', jobId: job.id, status: job.status, research: job, bulk: null });
 const bulkUpdate = (job: BulkJobView): Update => ({ kind: 'bulk', jobId: job.id, status: job.status, research: null, bulk: job });
+
+const finished = (status: JobState) => status === 'completed' || status === 'failed' || status === 'cancelled';
+const stateRank = (status: JobState) => (status === 'queued' ? 0 : status === 'running' ? 1 : 2);
+
+/**
+ * Where a job's state stands, as numbers that never go down from one committed
+ * change to the next (the state, then the steps or rows done, then the rows
+ * read), so a later state compares greater, and an equal one is the same
+ * state told twice. The job events carry no version of their own.
+ */
+const researchOrder = (job: ResearchJobView) => [stateRank(job.status), job.progress?.step ?? 0];
+const bulkOrder = (job: BulkJobView) => [stateRank(job.status), job.rowsCompleted + job.rowsFailed, job.totalRows];
+
+function later(a: number[], b: number[]): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! > b[i]!;
+  return false;
+}
+
+/**
+ * One job as it changes: its current state first, then each later state,
+ * and the stream ends after a finished one (completed, failed, cancelled),
+ * so graphql-ws sends `complete`. The events are listened to before the
+ * current state is read, so a change committed in between is not lost; an
+ * event not later than what was sent (older than the read, or the read
+ * itself told again) is dropped.
+ */
+async function oneJob<V extends { status: JobState }>(
+  watch: (listener: (job: V) => void) => () => void,
+  current: () => Promise<V>,
+  order: (job: V) => number[],
+  update: (job: V) => Update,
+): Promise<AsyncIterableIterator<Update>> {
+  const early: V[] = [];
+  let deliver: (job: V) => void = (job) => void early.push(job);
+  const detach = watch((job) => deliver(job));
+  let snapshot: V;
+  try {
+    snapshot = await current();
+  } catch (error) {
+    detach();
+    throw error;
+  }
+  return queueIterator<Update>((push, end) => {
+    let last: number[] | null = null;
+    const send = (job: V) => {
+      const at = order(job);
+      if (last && !later(at, last)) return;
+      last = at;
+      push(update(job));
+      if (finished(job.status)) end();
+    };
+    send(snapshot);
+    for (const job of early) send(job);
+    early.length = 0;
+    deliver = send;
+    return detach;
+  });
+}
 
 /**
  * Research and bulk jobs for signed-in users, company API keys (over the
@@ -119,13 +177,20 @@ export class JobsResolver {
   @Access({ auth: 'modules' })
   @RestArgs({ id: UUID })
   @Subscription(() => JobUpdateType, {
-    description: "One research or bulk job as it changes: research phases and steps, bulk counts (a few a second at most), the final state. Another's job is 404.",
+    description:
+      'One research or bulk job as it changes: first its current state (the same shape as every update), then each change (research phases ' +
+      'and steps, bulk counts a few a second at most), and after its final state (completed, failed or cancelled) the subscription ' +
+      "completes; a job finished already gives its final state and completes at once. Another's job is 404.",
     subscribe: async ({ args, context }) => {
       const ctx = context as GraphQLContext;
       const self = ctx.container.get(JobsResolver);
       const id = (args as { id: string }).id;
-      if (await self.research.exists(ctx.principal, id)) return queueIterator<Update>((push) => self.research.watch(ctx.principal, id, (job) => push(researchUpdate(job))));
-      if (self.bulk.exists(ctx.principal, id)) return queueIterator<Update>((push) => self.bulk.watch(ctx.principal, id, (job) => push(bulkUpdate(job))));
+      if (await self.research.exists(ctx.principal, id)) {
+        return oneJob((listener) => self.research.watch(ctx.principal, id, listener), () => self.research.get(ctx.principal, id), researchOrder, researchUpdate);
+      }
+      if (self.bulk.exists(ctx.principal, id)) {
+        return oneJob((listener) => self.bulk.watch(ctx.principal, id, listener), () => self.bulk.get(ctx.principal, id), bulkOrder, bulkUpdate);
+      }
       throw new AppError('not_found', 'No research or bulk job with this id');
     },
   })
@@ -135,7 +200,9 @@ export class JobsResolver {
 
   @Access({ auth: 'modules' })
   @Subscription(() => JobUpdateType, {
-    description: "Every research and bulk job the caller may see as it changes (an admin's: the company's; a member's: their own)",
+    description:
+      "Every research and bulk job the caller may see as it changes (an admin's: the company's; a member's: their own), from now on (no " +
+      'current states), each to its final state; it never completes. A job deleted with its user ends as cancelled, its error saying so.',
     subscribe: ({ context }) => {
       const ctx = context as GraphQLContext;
       const self = ctx.container.get(JobsResolver);

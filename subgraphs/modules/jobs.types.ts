@@ -179,6 +179,9 @@ export class BulkRowType {
 
 @InputType('BulkCsvInput', { description: 'A bulk job from CSV text (for files, and .xlsx, use the REST upload)' })
 export class BulkCsvInput {
+  // REST sends this file as the multipart member `file` (POST /v1/bulk/submit), and the service names
+  // the file's issues there (["body", "file"]): the REST name maps them back to ["input", "csv"].
+  @Rest({ name: 'file' })
   @Field({ description: 'The CSV, its first row the header' })
   csv!: string;
 

@@ -132,6 +132,9 @@ const JOB = 'select * from bulk_jobs where id = ?';
  * transaction, so no credits are spent on a result that cannot be kept.
  */
 class RowGone extends Error {}
+/** The error of a job that ended because its user was deleted (the job went with them). */
+export const OWNER_DELETED = "cancelled: the job's user was deleted, and the job with them; rows not yet run were not charged";
+
 const terminal = (status: JobState) => status === 'completed' || status === 'failed' || status === 'cancelled';
 
 const view = (r: JobRow): BulkJobView => ({
@@ -374,6 +377,26 @@ export class BulkService {
     return this.events.subscribe('bulk.updated', (e) => {
       if (canSeeJob(caller, e) && (id === undefined || e.job.id === id)) listener(e.job);
     });
+  }
+
+  /**
+   * A user is being deleted (called in the deletion's transaction): their
+   * unfinished jobs go with them, so their subscribers get a last state,
+   * `cancelled` with OWNER_DELETED, once the deletion commits (what this
+   * returns). The rows in flight find no job and stop (RowGone).
+   */
+  endedWithUser(userId: string): () => void {
+    const rows = this.reads.all<JobRow>("select * from bulk_jobs where user_id = ? and status in ('queued', 'running')", userId);
+    const finishedAt = new Date();
+    const ends = rows.map((row) => ({ companyId: row.company_id, userId, job: { ...view(row), status: 'cancelled' as const, error: OWNER_DELETED, finishedAt } }));
+    return () => {
+      for (const end of ends) {
+        // A trailing progress announcement would find no row; dropped anyway so nothing follows the end.
+        clearTimeout(this.progressTimers.get(end.job.id));
+        this.progressTimers.delete(end.job.id);
+        this.events.publish('bulk.updated', end);
+      }
+    };
   }
 
   /** Whether `id` is a bulk job the caller may see (for a subscription to pick its source). */

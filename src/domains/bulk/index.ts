@@ -26,10 +26,8 @@ export const bulkDomain = defineDomain({
   entities: [BulkJob, BulkRow],
   migrations: bulkMigrations,
   config: loadBulkConfig,
-  create: ({ kernel, config, deps }) => ({
-    config: config.bulk,
-    limits: deps.documents.limits,
-    bulk: new BulkService(
+  create: ({ kernel, config, deps }) => {
+    const bulk = new BulkService(
       kernel.orm,
       kernel.writer,
       kernel.reads,
@@ -41,8 +39,11 @@ export const bulkDomain = defineDomain({
       deps.documents.limits,
       path.join(kernel.config.dataDir, 'uploads'),
       kernel.log,
-    ),
-  }),
+    );
+    // A deleted user's jobs go with their row (cascade): their subscribers are told they ended.
+    deps.identity.userDeletion.add(({ userId }) => bulk.endedWithUser(userId));
+    return { config: config.bulk, limits: deps.documents.limits, bulk };
+  },
   jobs: (api) => ({
     [BULK_INGEST]: (payload: { jobId: string }) => api.bulk.ingest(payload),
     [BULK_PROCESS]: (payload: { jobId: string }, run) => api.bulk.process(payload, run),

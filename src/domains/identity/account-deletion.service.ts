@@ -1,3 +1,4 @@
+import type { UserDeletionHooks } from './user-deletion';
 import type { EntityManager } from '@mikro-orm/better-sqlite';
 import type { Orm } from '../../db/orm';
 import type { IdentitySettings } from './config';
@@ -69,6 +70,7 @@ export class AccountDeletionService {
     private readonly audit: AuditService,
     private readonly mailer: Mailer,
     private readonly logger: Logger,
+    private readonly deletionHooks: UserDeletionHooks,
   ) {}
 
   async request(principal: Principal, meta: RequestMeta): Promise<DeletionSchedule> {
@@ -152,8 +154,11 @@ export class AccountDeletionService {
         const outcome = await transaction(this.orm, async (tx) => {
           // Read again in the transaction: a cancel or a role change may have got in since.
           if (await this.wouldOrphanCompany(tx, user, now)) return 'blocked';
+          // Read before the cascade removes them (the user's jobs), announced only if the user really goes.
+          const announce = await this.deletionHooks.run({ userId: user.id, companyId: user.company.id });
           const removed = await tx.nativeDelete(User, { id: user.id, deletionScheduledFor: { $lte: now } });
           if (removed !== 1) return 'kept';
+          whenCommitted(this.orm, announce);
           await this.audit.record({
             action: 'user.deleted',
             companyId: user.company.id,

@@ -1,3 +1,4 @@
+import { UserDeletionHooks } from './user-deletion';
 import { AccessTokens } from '../../auth/tokens';
 import { defineDomain, type ApiOf } from '../../kernel/domain';
 import { auditDomain } from '../audit';
@@ -50,6 +51,7 @@ import './events';
 
 // The public API of the domain: what other domains, the subgraphs and the REST adapter may use.
 export { AccessService, enrollmentRequired } from './access.service';
+export { UserDeletionHooks, type UserDeletionHook } from './user-deletion';
 export { AccountDeletionService, CANCEL_DELETION_PATH, type DeletionRun } from './account-deletion.service';
 export { ApiKey } from './api-key.entity';
 export { ApiKeyAdminService, API_KEYS_PER_PAGE, MAX_ACTIVE_API_KEYS } from './api-key-admin.service';
@@ -144,6 +146,7 @@ export const identityDomain = defineDomain({
     const passwordReset = new PasswordResetService(orm, config, events, audit, mailer, kernel.jobs, sessions, throttle, policies);
     const apiKeys = new ApiKeyService(orm, audit);
     const companies = new CompanyAdminService(orm, dialect, audit, deps.billing.plans);
+    const userDeletion = new UserDeletionHooks();
     return {
       accounts: new IdentityService(orm, reads, changes, config, audit, deps.billing),
       auth,
@@ -157,13 +160,15 @@ export const identityDomain = defineDomain({
       profiles: new ProfileService(orm, events, audit),
       sso: new SsoService(orm, config, audit, auth, sessionCookies, mfa, stepUp, policies),
       emailChange: new EmailChangeService(orm, config, events, audit, mailer),
-      deletion: new AccountDeletionService(orm, config, events, audit, mailer, log),
+      deletion: new AccountDeletionService(orm, config, events, audit, mailer, log, userDeletion),
       invitations: new InvitationService(orm, config, audit, mailer, auth, policies),
       apiKeys,
       apiKeyAdmin: new ApiKeyAdminService(orm, audit, events, apiKeys),
       moduleKeys: new ModuleKeyService(orm, audit, events),
       companies,
-      users: new UserAdminService(orm, dialect, events, audit, sessions, passwordReset, mfa, throttle, mailer, deps.billing.usage, companies),
+      users: new UserAdminService(orm, dialect, events, audit, sessions, passwordReset, mfa, throttle, mailer, deps.billing.usage, companies, userDeletion),
+      /** Hooks of other domains run when a user is deleted (their jobs' final announcements). */
+      userDeletion,
       policies,
       policyAdmin: new SecurityPolicyService(orm, events, audit, policies, companies),
       housekeeping: new IdentityHousekeeping(orm, events, log),

@@ -1,3 +1,4 @@
+import type { UserDeletionHooks } from './user-deletion';
 import type { EntityManager } from '@mikro-orm/better-sqlite';
 import { raw, type FilterQuery } from '@mikro-orm/core';
 import type { SqlDialect } from '../../db/dialect';
@@ -152,6 +153,7 @@ export class UserAdminService {
     private readonly mailer: Mailer,
     private readonly usage: UsageService,
     private readonly companies: CompanyAdminService,
+    private readonly deletionHooks: UserDeletionHooks,
   ) {}
 
   /** The users of the caller's company (a superadmin: of every company, or of `companyId`). */
@@ -290,8 +292,11 @@ export class UserAdminService {
       if (target.role === 'owner') await this.checkNotLastOwner(tx, target);
       const sessions = await this.sessions.revokeAllOfUser(target.id, 'user_deleted');
       const keys = await this.revokeKeysOf(tx, target.id);
+      // Read before the cascade removes them: the user's jobs, to tell their subscribers they ended.
+      const announce = await this.deletionHooks.run({ userId: target.id, companyId: target.company.id });
       await tx.nativeDelete(User, { id: target.id });
       whenCommitted(this.orm, () => this.bus.publish('user.changed', { userId: target.id, access: true }));
+      whenCommitted(this.orm, announce);
       await this.audit.record({
         action: 'user.deleted',
         companyId: target.company.id,

@@ -36,10 +36,12 @@ export const researchDomain = defineDomain({
   entities: [ResearchJob],
   migrations: researchMigrations,
   config: loadResearchConfig,
-  create: ({ kernel, config, deps }) => ({
-    config: config.research,
-    research: new ResearchService(kernel.orm, kernel.jobs, kernel.events, deps.ai, deps.catalog.models, config.research, kernel.config.ssrfAllowLoopback),
-  }),
+  create: ({ kernel, config, deps }) => {
+    const research = new ResearchService(kernel.orm, kernel.jobs, kernel.events, deps.ai, deps.catalog.models, config.research, kernel.config.ssrfAllowLoopback);
+    // A deleted user's jobs go with their row (cascade): their subscribers are told they ended.
+    deps.identity.userDeletion.add(({ userId }) => research.endedWithUser(userId));
+    return { config: config.research, research };
+  },
   jobs: (api) => ({
     [RESEARCH_STEP]: (payload: ResearchStep, run) => api.research.step(payload, run),
     [RESEARCH_EXPIRY]: async () => {

@@ -93,6 +93,9 @@ export interface ResearchInput {
 /** The platform API offers the first two depths (platform-api.md: "a standard or deep research report"). */
 export type ResearchSurface = 'modules' | 'platform';
 
+/** The error of a job that ended because its user was deleted (the job went with them). */
+export const OWNER_DELETED = "cancelled: the job's user was deleted, and the job with them; unspent credits were returned";
+
 const terminal = (status: JobState) => status === 'completed' || status === 'failed' || status === 'cancelled';
 
 export function researchView(job: ResearchJob): ResearchJobView {
@@ -228,6 +231,23 @@ export class ResearchService {
     return this.events.subscribe('research.updated', (e) => {
       if (canSeeJob(caller, e) && (id === undefined || e.job.id === id)) listener(e.job);
     });
+  }
+
+  /**
+   * A user is being deleted (called in the deletion's transaction): their
+   * unfinished jobs go with them, so their subscribers get a last state,
+   * `cancelled` with OWNER_DELETED, once the deletion commits (what this
+   * returns). The step that would run next finds no job and gives the hold back.
+   */
+  async endedWithUser(userId: string): Promise<() => void> {
+    const jobs = await currentEm(this.orm).find(ResearchJob, { user: userId, status: { $in: ['queued', 'running'] } }, { refresh: true });
+    const finishedAt = new Date();
+    const ends = jobs.map((job) => ({
+      companyId: job.company.id,
+      userId,
+      job: { ...researchView(job), status: 'cancelled' as const, progress: null, error: OWNER_DELETED, finishedAt },
+    }));
+    return () => ends.forEach((end) => this.events.publish('research.updated', end));
   }
 
   /** Whether `id` is a research job the caller may see (for a subscription to pick its source). */
@@ -490,7 +510,8 @@ export class ResearchService {
 
   /** The job with `id` if the caller may see it; another company's or another member's is as absent as an unknown one. */
   private async find(caller: JobCaller, id: string): Promise<ResearchJob | null> {
-    const job = UUID_PATTERN.test(id) ? await currentEm(this.orm).findOne(ResearchJob, { id }) : null;
+    // Read from the database, not the unit of work's map: a subscription's first state must be the committed one now.
+    const job = UUID_PATTERN.test(id) ? await currentEm(this.orm).findOne(ResearchJob, { id }, { refresh: true }) : null;
     return job && canSeeJob(caller, { companyId: job.company.id, userId: job.user?.id ?? null }) ? job : null;
   }
 
