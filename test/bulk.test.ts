@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
@@ -18,6 +19,7 @@ import { makeCsv, makePng, makeXlsx, makeZipBomb, multipartForm, withHiddenEntry
 import { inContext } from '../src/boot';
 import { AppError } from '../src/errors/catalog';
 import { DEFAULT_EXTRACT_LIMITS, zipEntries } from '../src/domains/documents';
+import { readTable } from '../src/domains/bulk';
 
 const FIELDS = { input_column: 'review', prompt_template: 'Classify the sentiment of: {text}' };
 const ROWS: (string | number)[][] = [
@@ -784,4 +786,19 @@ test("deleting a user stops their running bulk job: no row is sent or charged af
   assert.equal((await sql<{ n: number }>(app, "select count(*) as n from credit_holds where status = 'held'"))[0]!.n, 0);
   assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000 - chargedBefore.credits);
   await assertLedgerAddsUp(app);
+});
+
+test("a workbook's error values (#DIV/0!, #N/A) are read as the spreadsheet shows them, so a row of them is a row, not an empty one skipped", async (t) => {
+  const workbook = new ExcelJS.Workbook();
+  const sheet = workbook.addWorksheet('Data');
+  sheet.addRow(['review']);
+  sheet.addRow(['Great product']);
+  sheet.addRow([{ error: '#DIV/0!' }]);
+  sheet.addRow([{ error: '#N/A' }]);
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-xlsx-errors-')), 'errors.xlsx');
+  t.after(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }));
+  await workbook.xlsx.writeFile(file);
+  const rows: (string | number)[][] = [];
+  for await (const row of readTable(file, { kind: 'xlsx', delimiter: ',', bom: false })) rows.push(row);
+  assert.deepEqual(rows, [['review'], ['Great product'], ['#DIV/0!'], ['#N/A']]);
 });

@@ -422,10 +422,12 @@ export function cellText(value: unknown): string {
     return iso.endsWith('T00:00:00.000Z') ? iso.slice(0, 10) : iso.slice(0, 19).replace('T', ' ');
   }
   if (typeof value === 'object') {
-    const v = value as { result?: unknown; text?: unknown; richText?: { text: string }[] };
+    const v = value as { result?: unknown; text?: unknown; richText?: { text: string }[]; error?: unknown };
     if (v.richText) return v.richText.map((r) => r.text).join('');
     if (v.text !== undefined) return String(v.text);
     if (v.result !== undefined) return cellText(v.result);
+    // An error value (#DIV/0!, #N/A): what the spreadsheet shows, so a row of them is not taken for an empty one.
+    if (typeof v.error === 'string') return v.error;
     return '';
   }
   return String(value);
