@@ -11,7 +11,7 @@ import { Company } from '../src/domains/identity/company.entity';
 import { User } from '../src/domains/identity/user.entity';
 import { inContext } from '../src/boot';
 import Database from 'better-sqlite3';
-import { SOCKET_RECHECK_MS } from '../src/host/graphql';
+import { SOCKET_RECHECK_MS } from '../src/host/live-credentials';
 import { EXTERNAL_WRITES_SEEN_MS } from '../src/db/change-signal';
 
 /**

@@ -12,7 +12,7 @@ import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import { jobIdAnswer } from '../schemas';
 import { uploadFailure } from '../multipart';
 import type { Principal } from '../../src/auth/principal';
-import { readCookie, SESSION_COOKIE } from '../../src/auth/cookies';
+import { callerOf } from '../../src/host/principal';
 import { runInUnitOfWork } from '../../src/db/unit-of-work';
 import type { CredentialWatch } from '../../src/host/live-credentials';
 
@@ -134,10 +134,7 @@ const rowLine = (row: BulkRowView) =>
  * from an event published by another request.
  */
 async function callerAgain(request: FastifyRequest): Promise<Principal> {
-  const { access } = request.server.domains.identity;
-  const authorization = request.headers.authorization;
-  const cookie = authorization ? undefined : readCookie(request.headers.cookie, SESSION_COOKIE);
-  return runInUnitOfWork(request.server.kernel.orm, async () => (cookie === undefined ? access.bearer(authorization, request.ip) : access.cookie(cookie, request.ip)));
+  return runInUnitOfWork(request.server.kernel.orm, async () => callerOf(request.server.domains.identity.access, request));
 }
 
 /**

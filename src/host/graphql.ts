@@ -20,8 +20,6 @@ import { isPromise } from '../is-promise';
 import { lighterSocketMessageLoop } from './ws-message-loop';
 import { LiveCredentials, type CredentialEvent, type CredentialWatch } from './live-credentials';
 
-export { SOCKET_RECHECK_MS } from './live-credentials';
-
 /**
  * The request meta of one socket operation (mercurius copies the connection's
  * context per operation): an id of its own under the connection's, since

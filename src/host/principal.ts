@@ -7,6 +7,7 @@ import { csrfRefusal, trustedOrigins } from './cookie-auth';
 import { idempotencyKeyFrom } from '../request-id';
 import { moduleKeyOutsideModules, requireModuleKey } from '../auth/policy';
 import { isPromise } from '../is-promise';
+import type { AccessService } from '../domains/identity';
 
 function moduleKeyRequired(principal: Principal): Error {
   try {
@@ -28,6 +29,20 @@ function clientMeta(request: FastifyRequest) {
   };
 }
 
+/** The session cookie of a request without an Authorization header (a Bearer header wins over it). */
+export function sessionCookieOf(request: FastifyRequest): string | undefined {
+  return request.headers.authorization ? undefined : readCookie(request.headers.cookie, SESSION_COOKIE);
+}
+
+/**
+ * The caller the request's credential names (identity's access service: the
+ * credential, then the company's IP allow-list), synchronously when memory
+ * alone can tell. `cookie` is `sessionCookieOf(request)`, when already read.
+ */
+export function callerOf(access: AccessService, request: FastifyRequest, cookie = sessionCookieOf(request)): Principal | Promise<Principal> {
+  return cookie === undefined ? access.bearer(request.headers.authorization, request.ip) : access.cookie(cookie, request.ip);
+}
+
 /**
  * Resolves the caller once per request (identity's access service: the
  * credential, then the company's IP allow-list), synchronously when memory
@@ -44,8 +59,7 @@ export const principalPlugin = fp(
     // Callback-style with a synchronous fast path: this runs on every request.
     app.addHook('onRequest', (request, _reply, done) => {
       request.meta = clientMeta(request);
-      const authorization = request.headers.authorization;
-      const cookie = authorization ? undefined : readCookie(request.headers.cookie, SESSION_COOKIE);
+      const cookie = sessionCookieOf(request);
       const refused = cookie === undefined ? undefined : csrfRefusal(request, origins);
       if (refused) {
         // Answered by the rate-limit hook once the request has spent its budget, so it carries the headers every answer does.
@@ -53,7 +67,7 @@ export const principalPlugin = fp(
         request.refused = refused;
         return done();
       }
-      const resolved: Principal | Promise<Principal> = cookie === undefined ? access.bearer(authorization, request.ip) : access.cookie(cookie, request.ip);
+      const resolved = callerOf(access, request, cookie);
       if (!isPromise(resolved)) {
         request.principal = resolved;
         return done();

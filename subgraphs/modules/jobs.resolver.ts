@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import { Access } from '../policy/access';
 import { AppError } from '../../src/errors/catalog';
-import type { JobState, ResearchApi, ResearchJobView, ResearchService } from '../../src/domains/research';
+import { isFinished, type JobState, type ResearchApi, type ResearchJobView, type ResearchService } from '../../src/domains/research';
 import type { BulkApi, BulkJobView, BulkService } from '../../src/domains/bulk';
 import type { GraphQLContext } from '../context';
 import { queueIterator } from '../../src/events/event-bus';
@@ -15,7 +15,6 @@ type Update = { kind: 'research'; jobId: string; status: string; research: Resea
 const researchUpdate = (job: ResearchJobView): Update => ({ kind: 'research', jobId: job.id, status: job.status, research: job, bulk: null });
 const bulkUpdate = (job: BulkJobView): Update => ({ kind: 'bulk', jobId: job.id, status: job.status, research: null, bulk: job });
 
-const finished = (status: JobState) => status === 'completed' || status === 'failed' || status === 'cancelled';
 const stateRank = (status: JobState) => (status === 'queued' ? 0 : status === 'running' ? 1 : 2);
 
 /**
@@ -63,7 +62,7 @@ async function oneJob<V extends { status: JobState }>(
       if (last && !later(at, last)) return;
       last = at;
       push(update(job));
-      if (finished(job.status)) end();
+      if (isFinished(job.status)) end();
     };
     send(snapshot);
     for (const job of early) send(job);

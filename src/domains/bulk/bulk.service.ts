@@ -21,7 +21,7 @@ import { creditsFor, holdTokens, modulesApiSpelling, worthRetrying, type AiApi, 
 import { MODEL_NAME_MAX, type CatalogService, type ModelView } from '../catalog';
 import type { ExtractLimits } from '../documents';
 import { Company, User } from '../identity';
-import type { JobState } from '../research';
+import { isFinished, type JobState } from '../research';
 import { BulkJob } from './bulk-job.entity';
 import type { BulkConfig } from './config';
 import { guardCell } from '../../spreadsheet-cell';
@@ -135,7 +135,6 @@ class RowGone extends Error {}
 /** The error of a job that ended because its user was deleted (the job went with them). */
 export const OWNER_DELETED = "cancelled: the job's user was deleted, and the job with them; rows not yet run were not charged";
 
-const terminal = (status: JobState) => status === 'completed' || status === 'failed' || status === 'cancelled';
 
 const view = (r: JobRow): BulkJobView => ({
   id: r.id,
@@ -324,7 +323,7 @@ export class BulkService {
     let cursor = after;
     for (;;) {
       const job = this.reads.get<JobRow>(JOB, id) ?? first;
-      const done = terminal(job.status);
+      const done = isFinished(job.status);
       // At the end, rows never run (a cancelled job's) are skipped rather than waited for.
       const { rows, blocked } = this.finishedRows(job, cursor, 500, done);
       for (const row of rows) {
@@ -411,8 +410,8 @@ export class BulkService {
    */
   async ingest(payload: { jobId: string }): Promise<void> {
     const job = this.reads.get<JobRow>(JOB, payload.jobId);
-    if (!job || terminal(job.status) || !job.upload_path) {
-      if (job?.upload_path && terminal(job.status)) await this.dropUpload(job);
+    if (!job || isFinished(job.status) || !job.upload_path) {
+      if (job?.upload_path && isFinished(job.status)) await this.dropUpload(job);
       return;
     }
     const format: TableFormat = { kind: job.format, delimiter: job.delimiter, bom: job.bom === 1 };
@@ -462,7 +461,7 @@ export class BulkService {
    */
   async process(payload: { jobId: string }, run: RunningJob): Promise<void> {
     const start = this.reads.get<JobRow>(JOB, payload.jobId);
-    if (!start || terminal(start.status)) return;
+    if (!start || isFinished(start.status)) return;
     if (start.status === 'queued') {
       await this.writer.write((sql) => sql.run("update bulk_jobs set status = 'running', started_at = ?, updated_at = ? where id = ? and status = 'queued'", Date.now(), Date.now(), start.id));
       this.announce(start.id, true);

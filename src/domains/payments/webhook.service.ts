@@ -97,13 +97,15 @@ const isLive = (sub: Subscription) => LIVE_STATUSES.includes(sub.status);
 
 /**
  * Whether an event of `subscriptionId` is about another subscription than the
- * company's live one on record (a duplicate subscription of the same customer,
- * or an old one after a re-subscribe): it must not change the company's plan,
- * status or period.
+ * one on record for the company (a duplicate subscription of the same
+ * customer, or an old one after a re-subscribe).
  */
-function otherThanLive(sub: Subscription, subscriptionId: string | null): boolean {
-  return sub.subscriptionId !== null && subscriptionId !== null && subscriptionId !== sub.subscriptionId && isLive(sub);
+function another(sub: Subscription, subscriptionId: string | null): boolean {
+  return sub.subscriptionId !== null && subscriptionId !== null && subscriptionId !== sub.subscriptionId;
 }
+
+/** Another subscription than the company's live one: it must not change the company's plan, status or period. */
+const otherThanLive = (sub: Subscription, subscriptionId: string | null) => another(sub, subscriptionId) && isLive(sub);
 
 /** A top-up's credit count as Atrium writes it in metadata: a plain decimal integer, nothing Number() would also read ("1e3", " 5", "0x10"). */
 const CREDITS_TEXT = /^[1-9][0-9]{0,9}$/;
@@ -172,11 +174,7 @@ export class WebhookService {
     private readonly accounts: IdentityService,
     private readonly mailer: Mailer,
     private readonly log: Logger,
-    private readonly payments: Pick<PaymentsConfig, 'topupPricePerCredit' | 'topupMinCredits' | 'topupMaxCredits'> = {
-      topupPricePerCredit: '0.01',
-      topupMinCredits: 100,
-      topupMaxCredits: 1_000_000,
-    },
+    private readonly payments: Pick<PaymentsConfig, 'topupPricePerCredit' | 'topupMinCredits' | 'topupMaxCredits'>,
   ) {}
 
   async receive(raw: Buffer | undefined, signature: string | string[] | undefined): Promise<{ received: true; duplicate: boolean }> {
@@ -393,7 +391,7 @@ export class WebhookService {
     const customerId = idOf(invoice.customer);
     if (!customerId) return { companyId, outcome: 'applied' };
     const sub = await this.subscriptionRow(companyId, customerId);
-    if (sub.subscriptionId !== null && subscriptionId !== null && subscriptionId !== sub.subscriptionId) return { companyId, outcome: 'ignored' };
+    if (another(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     Object.assign(sub, { status: 'past_due', lastEventAt: created });
     await this.mail(companyId, 'payment_failed', sub, null);
@@ -407,7 +405,7 @@ export class WebhookService {
     const sub = await this.subscriptionRow(companyId, customerId);
     const status = statusOf(object.status);
     // Another subscription than the one on record takes over only as a live one replacing none that is live.
-    if (sub.subscriptionId !== null && String(object.id) !== sub.subscriptionId && (isLive(sub) || !LIVE_STATUSES.includes(status))) {
+    if (another(sub, String(object.id)) && (isLive(sub) || !LIVE_STATUSES.includes(status))) {
       return { companyId, outcome: 'ignored' };
     }
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
@@ -440,7 +438,7 @@ export class WebhookService {
     if (!companyId || !customerId) return { companyId, outcome: 'unmatched' };
     const sub = await this.subscriptionRow(companyId, customerId);
     // The end of another subscription (a duplicate, an old one) leaves the company's own as it is.
-    if (sub.subscriptionId !== null && String(object.id) !== sub.subscriptionId) return { companyId, outcome: 'ignored' };
+    if (another(sub, String(object.id))) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     Object.assign(sub, { status: 'cancelled', cancelAtPeriodEnd: false, lastEventAt: created });
     await this.mail(companyId, 'subscription_cancelled', sub, null);

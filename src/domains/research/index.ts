@@ -8,7 +8,7 @@ import { ResearchJob } from './research-job.entity';
 import { RESEARCH_EXPIRY, RESEARCH_STEP, ResearchService, type ResearchStep } from './research.service';
 import './events';
 
-export { ResearchJob, researchDepths, researchLanguages, researchPhases, jobStates, type JobState, type ResearchDepth, type ResearchLanguage, type ResearchPhase } from './research-job.entity';
+export { ResearchJob, researchDepths, researchLanguages, researchPhases, jobStates, isFinished, type JobState, type ResearchDepth, type ResearchLanguage, type ResearchPhase } from './research-job.entity';
 export {
   ResearchService,
   RESEARCH_DEPTHS,

@@ -8,6 +8,8 @@ export const researchLanguages = ['en', 'nl'] as const;
 export type ResearchLanguage = (typeof researchLanguages)[number];
 export const jobStates = ['queued', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type JobState = (typeof jobStates)[number];
+/** Whether a job's state is its last (completed, failed, cancelled): nothing changes it any more. */
+export const isFinished = (status: JobState): boolean => status === 'completed' || status === 'failed' || status === 'cancelled';
 export const researchPhases = ['planning', 'searching', 'fetching', 'summarising', 'writing'] as const;
 export type ResearchPhase = (typeof researchPhases)[number];
 

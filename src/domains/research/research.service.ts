@@ -19,6 +19,7 @@ import {
   ResearchJob,
   researchDepths,
   researchLanguages,
+  isFinished,
   type JobState,
   type ResearchDepth,
   type ResearchLanguage,
@@ -96,7 +97,6 @@ export type ResearchSurface = 'modules' | 'platform';
 /** The error of a job that ended because its user was deleted (the job went with them). */
 export const OWNER_DELETED = "cancelled: the job's user was deleted, and the job with them; unspent credits were returned";
 
-const terminal = (status: JobState) => status === 'completed' || status === 'failed' || status === 'cancelled';
 
 export function researchView(job: ResearchJob): ResearchJobView {
   const completed = job.status === 'completed';
@@ -267,7 +267,7 @@ export class ResearchService {
     const em = currentEm(this.orm);
     const job = await em.findOne(ResearchJob, { id: payload.researchId });
     if (!job) return this.releaseDeleted(payload);
-    if (terminal(job.status)) return;
+    if (isFinished(job.status)) return;
     const deadline = job.createdAt.getTime() + this.config.timeoutSeconds * 1000;
     if (Date.now() > deadline) {
       await this.fail(job.id, `The research did not finish within ${Math.round(this.config.timeoutSeconds / 60)} minutes`);
@@ -465,7 +465,7 @@ export class ResearchService {
   private async finish(id: string, status: 'failed' | 'cancelled', error: string | null, onFinished: () => never | void): Promise<ResearchJobView> {
     return transaction(this.orm, async (em) => {
       const job = await em.findOneOrFail(ResearchJob, { id }, { refresh: true });
-      if (terminal(job.status)) {
+      if (isFinished(job.status)) {
         onFinished();
         return researchView(job);
       }
