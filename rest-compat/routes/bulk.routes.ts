@@ -12,7 +12,7 @@ import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import { jobIdAnswer } from '../schemas';
 import { uploadFailure } from '../multipart';
 import type { Principal } from '../../src/auth/principal';
-import { callerOf } from '../../src/host/principal';
+import { callerOf, sessionCookieOf } from '../../src/host/principal';
 import { runInUnitOfWork } from '../../src/db/unit-of-work';
 import type { CredentialWatch } from '../../src/host/live-credentials';
 
@@ -134,7 +134,7 @@ const rowLine = (row: BulkRowView) =>
  * from an event published by another request.
  */
 async function callerAgain(request: FastifyRequest): Promise<Principal> {
-  return runInUnitOfWork(request.server.kernel.orm, async () => callerOf(request.server.domains.identity.access, request));
+  return runInUnitOfWork(request.server.kernel.orm, async () => callerOf(request.server.domains.identity.access, request, sessionCookieOf(request)));
 }
 
 /**

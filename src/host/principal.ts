@@ -37,9 +37,9 @@ export function sessionCookieOf(request: FastifyRequest): string | undefined {
 /**
  * The caller the request's credential names (identity's access service: the
  * credential, then the company's IP allow-list), synchronously when memory
- * alone can tell. `cookie` is `sessionCookieOf(request)`, when already read.
+ * alone can tell. `cookie` is `sessionCookieOf(request)` (passed in: the hook has read it already).
  */
-export function callerOf(access: AccessService, request: FastifyRequest, cookie = sessionCookieOf(request)): Principal | Promise<Principal> {
+export function callerOf(access: AccessService, request: FastifyRequest, cookie: string | undefined): Principal | Promise<Principal> {
   return cookie === undefined ? access.bearer(request.headers.authorization, request.ip) : access.cookie(cookie, request.ip);
 }
 
