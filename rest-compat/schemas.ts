@@ -45,6 +45,21 @@ export function renamedMember(from: string, to: string) {
 /** The AI-modules API names a job's id `job_id` (ai-modules-api.md). */
 export const jobIdAnswer = renamedMember('id', 'job_id');
 
+/** An answer's change made to each item of a page envelope (`{ items, page, per_page, total }`). */
+export function eachItem(answer: ReturnType<typeof renamedMember>) {
+  return {
+    body: (page: { items: Record<string, unknown>[] }) => ({ ...page, items: page.items.map(answer.body) }),
+    schema: (derived: JsonSchema): JsonSchema => {
+      const properties = derived.properties as Record<string, JsonSchema>;
+      const items = properties.items!;
+      return { ...derived, properties: { ...properties, items: { ...items, items: answer.schema(items.items as JsonSchema) } } };
+    },
+  };
+}
+
+/** A page of the AI-modules API's jobs: each named by `job_id`, as its start, status and cancel answers name it. */
+export const jobIdPage = eachItem(jobIdAnswer);
+
 /** `?company_id=` of the routes a superadmin may point at another company (the field's `companyId`, a UUID by its own hint). */
 export const actingCompany = () => query('company_id', { description: "Superadmins only: the company to act on (default: the caller's own)" });
 

@@ -524,7 +524,11 @@ test('isolation: another company\'s bulk job is 404 on every path, a member sees
   assert.equal((await call(app, tokens.ownerA, 'GET', `/v1/bulk/jobs/${id}`)).statusCode, 200);
   const companyKey = await createCompanyKey(app, a.companyId);
   assert.equal((await call(app, companyKey.key, 'GET', `/v1/bulk/jobs/${id}`)).statusCode, 200);
-  assert.equal((await call(app, keys.ownerA.key, 'GET', '/v1/bulk/list')).json().total, 1);
+  // The AI-modules API names a job job_id in its list too, as in its submit, status and cancel answers.
+  const listed = (await call(app, keys.ownerA.key, 'GET', '/v1/bulk/list')).json();
+  assert.equal(listed.total, 1);
+  assert.equal(listed.items[0].job_id, id);
+  assert.equal('id' in listed.items[0], false);
   assert.equal((await call(app, keys.memberA.key, 'GET', '/v1/bulk/list')).json().total, 0);
   assert.equal((await call(app, tokens.ownerB, 'GET', '/v1/bulk/jobs')).json().total, 0);
   // The surfaces keep their credentials: a module key on the platform path and a user token on the modules path are 401.

@@ -254,7 +254,12 @@ test('isolation: another company\'s research job is 404 on both surfaces; a memb
   assert.equal((await call(app, tokens.ownerA, 'GET', `/v1/research/${id}`)).json().status, 'completed');
   const chatOnly = await moduleKey(app, tokens.ownerA, ['chat'], 'chat only');
   assertCode(await call(app, chatOnly.key, 'POST', '/v1/research/start', { query: 'q' }), 403, 'insufficient_scope');
-  assert.equal((await call(app, keys.ownerA.key, 'GET', '/v1/research/list')).json().total, 1);
+  // The AI-modules API names a job job_id in its list too, as in its start, status and cancel answers.
+  const listed = (await call(app, keys.ownerA.key, 'GET', '/v1/research/list')).json();
+  assert.equal(listed.total, 1);
+  assert.equal(listed.items[0].job_id, id);
+  assert.equal('id' in listed.items[0], false);
+  assert.equal((await call(app, tokens.ownerA, 'GET', '/v1/research')).json().items[0].id, id);
   assert.equal((await call(app, keys.memberA.key, 'GET', '/v1/research/list')).json().total, 0);
 });
 

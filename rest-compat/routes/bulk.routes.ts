@@ -9,7 +9,7 @@ import { problemBody } from '../../src/host/problem';
 import { isAppError } from '../../src/errors/catalog';
 import { COLUMN_NAME_MAX, PROMPT_TEMPLATE_MAX, TABLE_MIME, type BulkJobView, type BulkRowView, type TableKind } from '../../src/domains/bulk';
 import { MODEL_NAME_MAX } from '../../src/domains/catalog';
-import { jobIdAnswer } from '../schemas';
+import { jobIdAnswer, jobIdPage } from '../schemas';
 import { uploadFailure } from '../multipart';
 import type { Principal } from '../../src/auth/principal';
 import { callerOf, sessionCookieOf } from '../../src/host/principal';
@@ -329,6 +329,7 @@ export const bulkRoutes: RestRoute[] = [
     field: 'bulkJobs',
     args: pageArgs(),
     paginated: true,
+    answer: jobIdPage,
   },
   {
     method: 'POST',

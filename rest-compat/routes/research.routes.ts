@@ -1,5 +1,5 @@
 import { body, path, type RestRoute } from '../route';
-import { jobIdAnswer, renamedMember } from '../schemas';
+import { jobIdAnswer, jobIdPage, renamedMember } from '../schemas';
 import { pageArgs } from '../pagination';
 import { RESEARCH_DEPTHS, researchDepths } from '../../src/domains/research';
 
@@ -67,6 +67,7 @@ export const researchRoutes: RestRoute[] = [
     field: 'researchJobs',
     args: pageArgs(),
     paginated: true,
+    answer: jobIdPage,
     select: 'items { id status query depth language progress { phase step total } error credits createdAt startedAt finishedAt } page perPage total',
   },
   {
