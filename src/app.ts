@@ -20,6 +20,7 @@ import { describeListenError, ListenRefused, SERVER_LISTEN_SETTINGS } from './ke
 import { lazyChildLogger } from './host/lazy-logger';
 import { memoryReliefPlugin } from './host/memory-relief';
 import { shutdownPlugin } from './host/shutdown';
+import { GRAPHQL_TRANSPORT_WS } from './host/ws-protocol';
 import { loggableUrl, pinoRedaction } from './kernel/log-redaction';
 import './host/types';
 import { buildSupergraph, supergraphContainer } from '../subgraphs/supergraph';
@@ -87,7 +88,20 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
   // an upgrade, and its onResponse hook closes the socket of one refused (429, 403, 404).
   // Registered by mercurius after those hooks, a refused upgrade was never marked and its
   // socket stayed open (CLOSE-WAIT) for good. mercurius uses the one registered here.
-  await app.register(websocket, { options: { maxPayload: 1_048_576 } });
+  await app.register(websocket, {
+    options: {
+      maxPayload: 1_048_576,
+      // Chosen among several offered; an upgrade offering none of it is refused before this (src/host/graphql.ts).
+      handleProtocols: (offered) => (offered.has(GRAPHQL_TRANSPORT_WS) ? GRAPHQL_TRANSPORT_WS : false),
+    },
+    // As the plugin's own, but each socket closes with 1001 Going Away: without a code a client reads
+    // 1005, as it would a dropped network, where a planned stop is one to reconnect after.
+    preClose(done) {
+      for (const client of this.websocketServer.clients) client.close(1001, 'The server is shutting down');
+      this.websocketServer.close();
+      done();
+    },
+  });
   // Jobs stop and streams end before the HTTP server waits for its connections.
   await app.register(shutdownPlugin);
   await app.register(memoryReliefPlugin);

@@ -67,7 +67,7 @@ async function listening(t: TestContext) {
     await raw.next('connection_ack');
     return raw;
   }
-  return { app, open, acknowledged };
+  return { app, open, acknowledged, email: owner.email };
 }
 
 test('graphql-transport-ws: a message that is not one closes 4400; subscribe before the ack 4401; a second init 4429; a running id reused 4409', async (t) => {
@@ -190,7 +190,7 @@ test(`a socket runs at most ${MAX_OPERATIONS_PER_SOCKET} operations at once: one
   assert.equal(now.id, 'now');
 });
 
-test('an upgrade refused before it is accepted (429) has its socket closed by the server, not left open', async (t) => {
+test('an upgrade refused before it is accepted (429) is answered with a problem and has its socket closed by the server, not left open', async (t) => {
   const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 1000, moduleKey: 1000, anonymous: 1, auth: 1000, feedback: 1000 } });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
@@ -202,7 +202,7 @@ test('an upgrade refused before it is accepted (429) has its socket closed by th
     new Promise<string>((resolve) => {
       const socket = net.connect(port, '127.0.0.1');
       socket.once('data', (chunk) => {
-        resolve(String(chunk).split('\r\n')[0]!);
+        resolve(String(chunk));
         socket.destroy();
       });
       socket.write(
@@ -210,8 +210,15 @@ test('an upgrade refused before it is accepted (429) has its socket closed by th
           'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n',
       );
     });
-  assert.match(await upgrade(), / 101 /);
-  for (let i = 0; i < 5; i++) assert.match(await upgrade(), / 429 /);
+  assert.match(await upgrade(), /^HTTP\/1\.1 101 /);
+  for (let i = 0; i < 5; i++) {
+    const refused = await upgrade();
+    assert.match(refused, /^HTTP\/1\.1 429 /);
+    // A refusal of HTTP like any other: RFC 9457, not an operation's GraphQL-shaped errors.
+    assert.match(refused, /\r\ncontent-type: application\/problem\+json/i);
+    assert.match(refused, /"code":"rate_limited"/);
+    assert.doesNotMatch(refused, /"errors"/);
+  }
   // Left open (CLOSE-WAIT), each held a file descriptor for good and kept the server from closing on SIGTERM.
   const deadline = Date.now() + 3000;
   while (serverSides.slice(1).some((socket) => !socket.destroyed) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -233,4 +240,86 @@ test(`a socket that sends no connection_init is closed 4408 after ${CONNECTION_I
   await new Promise((resolve) => setTimeout(resolve, 500));
   ready.send({ type: 'ping' });
   await ready.next('pong');
+});
+
+test("a client's complete gets no answer: nothing more of the operation is sent, and a complete carries no payload", async (t) => {
+  const { acknowledged } = await listening(t);
+  const raw = await acknowledged();
+  raw.send({ type: 'subscribe', id: 's', payload: { query: 'subscription { auditEvents { action } }' } });
+  raw.send({ type: 'complete', id: 's' });
+  // The id is free again at once, and the new operation under it gets its own answer and complete.
+  raw.send({ type: 'subscribe', id: 's', payload: { query: '{ health { status } }' } });
+  assert.equal((await raw.next('next')).id, 's');
+  assert.equal((await raw.next('complete')).id, 's');
+  raw.send({ type: 'subscribe', id: 'after', payload: { query: '{ health { status } }' } });
+  const done = await raw.next('complete');
+  assert.equal(done.id, 'after');
+  assert.equal('payload' in done, false);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.deepEqual(
+    raw.messages.filter((m) => m.id === 's').map((m) => m.type),
+    ['next', 'complete'],
+    JSON.stringify(raw.messages),
+  );
+});
+
+test('an upgrade that does not offer graphql-transport-ws (the legacy graphql-ws protocol, or none) is refused 400 with a problem; offered among others it is chosen', async (t) => {
+  const { app } = await listening(t);
+  const { port } = app.server.address() as AddressInfo;
+  const refusal = (protocols: string[]) =>
+    new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+      const socket = protocols.length ? new WebSocket(`ws://127.0.0.1:${port}/graphql`, protocols) : new WebSocket(`ws://127.0.0.1:${port}/graphql`);
+      socket.once('open', () => reject(new Error(`accepted ${socket.protocol}`)));
+      socket.once('error', () => undefined);
+      socket.once('unexpected-response', (_request, response) => {
+        let body = '';
+        response.on('data', (chunk: Buffer) => (body += String(chunk)));
+        response.on('end', () => resolve({ status: response.statusCode!, type: String(response.headers['content-type']), body }));
+      });
+    });
+  for (const protocols of [['graphql-ws'], [], ['graphql-ws', 'something-else']]) {
+    const refused = await refusal(protocols);
+    assert.equal(refused.status, 400, JSON.stringify(protocols));
+    assert.match(refused.type, /^application\/problem\+json/);
+    assert.equal(JSON.parse(refused.body).code, 'bad_request');
+    assert.match(JSON.parse(refused.body).detail, /graphql-transport-ws/);
+  }
+  const both = new WebSocket(`ws://127.0.0.1:${port}/graphql`, ['graphql-ws', 'graphql-transport-ws']);
+  t.after(() => both.terminate());
+  await new Promise((resolve, reject) => both.once('open', resolve).once('error', reject));
+  assert.equal(both.protocol, 'graphql-transport-ws');
+});
+
+test('a stopping server closes its sockets with 1001 Going Away, acknowledged or not', async (t) => {
+  const { app, open, acknowledged } = await listening(t);
+  const ready = await acknowledged();
+  ready.send({ type: 'subscribe', id: 's', payload: { query: 'subscription { auditEvents { action } }' } });
+  const silent = await open();
+  await app.close();
+  assert.deepEqual(await ready.closed, { code: 1001, reason: 'The server is shutting down' });
+  assert.deepEqual(await silent.closed, { code: 1001, reason: 'The server is shutting down' });
+});
+
+test('a subscription the client completes while it is still being admitted ends at once: it lets go of its listener and sends nothing', async (t) => {
+  const { app, acknowledged, email } = await listening(t);
+  const auditListeners = () => (app.kernel.events as unknown as { emitter: { listenerCount(topic: string): number } }).emitter.listenerCount('audit.recorded');
+  const raw = await acknowledged();
+  // As a UI that mounts and unmounts a view at once: subscribe, complete, and the same id again.
+  for (let i = 0; i < 20; i++) {
+    raw.send({ type: 'subscribe', id: 's', payload: { query: 'subscription { auditEvents { action } }' } });
+    raw.send({ type: 'complete', id: 's' });
+  }
+  raw.send({ type: 'subscribe', id: 'q', payload: { query: '{ health { status } }' } });
+  await raw.next('complete');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  // Each lived on (a listener on the bus, events sent under a finished id) until the socket closed.
+  assert.equal(auditListeners(), 0);
+  await login(app, email);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.deepEqual(raw.messages.filter((m) => m.id === 's'), []);
+  // And the socket's operations are free again: one more subscription attaches.
+  raw.send({ type: 'subscribe', id: 'live', payload: { query: 'subscription { auditEvents { action } }' } });
+  const deadline = Date.now() + 3000;
+  while (auditListeners() !== 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(auditListeners(), 1);
 });

@@ -5,6 +5,8 @@ import { GraphQLError, type ExecutionResult, type GraphQLSchema } from 'graphql'
 import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors/catalog';
+import { toAppError } from '../errors/to-app-error';
+import { sendProblem } from './problem';
 import { anonymous, type Principal, type RequestMeta } from '../auth/principal';
 import type { AccessService } from '../domains/identity';
 import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
@@ -18,6 +20,7 @@ import { socketCookiePrincipal, trustedOrigins } from './cookie-auth';
 import { setRateLimitHeaders } from './rate-limit';
 import { isPromise } from '../is-promise';
 import { lighterSocketMessageLoop } from './ws-message-loop';
+import { GRAPHQL_TRANSPORT_WS, offersGraphQLTransportWs } from './ws-protocol';
 import { LiveCredentials, type CredentialEvent, type CredentialWatch } from './live-credentials';
 
 /**
@@ -210,7 +213,14 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
       // On the request, before the body is parsed: a body fastify cannot parse at all (no Content-Type, multipart)
       // would otherwise be refused by the parser with the REST surface's wording, which names file uploads.
       if ([route.method].flat().includes('POST')) route.onRequest = [...(route.onRequest ? [route.onRequest].flat() : []), jsonBodiesOnly];
+      if (route.wsHandler) route.onRequest = [...(route.onRequest ? [route.onRequest].flat() : []), graphqlTransportWsOnly];
     });
+
+    /** A WebSocket upgrade speaks graphql-transport-ws, the one subprotocol the socket rules are written for (./ws-protocol.ts). */
+    const graphqlTransportWsOnly = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+      if (!request.ws || offersGraphQLTransportWs(request.headers['sec-websocket-protocol'])) return done();
+      done(new AppError('bad_request', `A WebSocket to /graphql speaks ${GRAPHQL_TRANSPORT_WS}: offer it in Sec-WebSocket-Protocol (the legacy graphql-ws protocol is not served)`));
+    };
 
     /**
      * A POST /graphql body is JSON, as every REST body is: mercurius also parses application/graphql
@@ -219,6 +229,44 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     const jsonBodiesOnly = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
       if (request.headers['content-type']?.split(';', 1)[0]!.trim().toLowerCase() === 'application/json') return done();
       done(new AppError('unsupported_media_type', 'POST /graphql takes a JSON body (application/json)'));
+    };
+
+    /** Errors of an operation, GraphQL-shaped, with the HTTP status a refusal before execution deserves. */
+    const errorFormatter = (execution: ExecutionResult, context: MercuriusContext) => {
+      const log = context.reply?.log ?? app.log;
+      // The operation's caller (a socket's from its connection), else the request's; unknown is anonymous.
+      const caller = (context as Partial<GraphQLContext>).principal ?? context.reply?.request.principal ?? anonymous;
+      const hidden = { hideSchema: !gate.mayIntrospect(caller) };
+      let statusCode = 200;
+      const errors: GraphQLError[] = [];
+      for (const error of execution.errors ?? []) {
+        const nested = (error.originalError as { errors?: unknown[] } | undefined)?.errors;
+        if ((error.originalError as { code?: string } | undefined)?.code === 'MER_ERR_METHOD_NOT_ALLOWED') {
+          // A mutation over GET: 405 per GraphQL-over-HTTP, as REST answers a wrong method.
+          statusCode = 405;
+          context.reply?.header('allow', 'GET, POST');
+          errors.push(toGraphQLError(new GraphQLError('Only queries may be sent with GET; use POST', {
+            originalError: new AppError('method_not_allowed', 'Only queries may be sent with GET; use POST'),
+          }), log));
+          continue;
+        }
+        if (Array.isArray(nested)) {
+          // Mercurius wraps document validation failures; they are the client's to fix.
+          statusCode = 400;
+          for (const inner of nested) {
+            errors.push(toGraphQLError(new GraphQLError((inner as Error).message), log, hidden));
+          }
+          continue;
+        }
+        const formatted = toGraphQLError(error, log, hidden);
+        const { headers } = formatted.extensions.http as { headers?: Record<string, string> };
+        if (headers && context.reply) context.reply.headers(headers);
+        // Refused before execution (rate limit, unsupported version, bad body): the
+        // HTTP status says so, as REST's does. Resolver errors keep 200 with partial data.
+        if (execution.data === undefined) statusCode = Math.max(statusCode, (formatted.extensions.http as { status: number }).status);
+        errors.push(formatted);
+      }
+      return { statusCode, response: { data: execution.data ?? null, errors } };
     };
 
     // 32 KB less heap per open socket (see the function).
@@ -277,47 +325,23 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
             const live: LiveSocket = { socket, watch };
             return { principal, live };
           }
-          if (socket?.protocol === 'graphql-transport-ws' && socket.readyState === 1) {
+          if (socket?.readyState === 1) {
             socket.close(4403, (principal.kind === 'anonymous' && principal.credentialError?.code) || 'unauthenticated');
           }
           return false;
         },
       },
-      errorFormatter: (execution: ExecutionResult, context: MercuriusContext) => {
-        const log = context.reply?.log ?? app.log;
-        // The operation's caller (a socket's from its connection), else the request's; unknown is anonymous.
-        const caller = (context as Partial<GraphQLContext>).principal ?? context.reply?.request.principal ?? anonymous;
-        const hidden = { hideSchema: !gate.mayIntrospect(caller) };
-        let statusCode = 200;
-        const errors: GraphQLError[] = [];
-        for (const error of execution.errors ?? []) {
-          const nested = (error.originalError as { errors?: unknown[] } | undefined)?.errors;
-          if ((error.originalError as { code?: string } | undefined)?.code === 'MER_ERR_METHOD_NOT_ALLOWED') {
-            // A mutation over GET: 405 per GraphQL-over-HTTP, as REST answers a wrong method.
-            statusCode = 405;
-            context.reply?.header('allow', 'GET, POST');
-            errors.push(toGraphQLError(new GraphQLError('Only queries may be sent with GET; use POST', {
-              originalError: new AppError('method_not_allowed', 'Only queries may be sent with GET; use POST'),
-            }), log));
-            continue;
-          }
-          if (Array.isArray(nested)) {
-            // Mercurius wraps document validation failures; they are the client's to fix.
-            statusCode = 400;
-            for (const inner of nested) {
-              errors.push(toGraphQLError(new GraphQLError((inner as Error).message), log, hidden));
-            }
-            continue;
-          }
-          const formatted = toGraphQLError(error, log, hidden);
-          const { headers } = formatted.extensions.http as { headers?: Record<string, string> };
-          if (headers && context.reply) context.reply.headers(headers);
-          // Refused before execution (rate limit, unsupported version, bad body): the
-          // HTTP status says so, as REST's does. Resolver errors keep 200 with partial data.
-          if (execution.data === undefined) statusCode = Math.max(statusCode, (formatted.extensions.http as { status: number }).status);
-          errors.push(formatted);
+      errorFormatter,
+      // An error before an operation runs (a hook's refusal): GraphQL's shape for an operation, a
+      // problem for a WebSocket upgrade, which is a refusal of HTTP like any other and carries no operation.
+      errorHandler: (error: Error, request: FastifyRequest, reply: FastifyReply) => {
+        if (request.ws) {
+          sendProblem(reply, toAppError(error), app.config.docsUrl);
+          return;
         }
-        return { statusCode, response: { data: execution.data ?? null, errors } };
+        const asGraphQL = error instanceof GraphQLError ? error : new GraphQLError(error.message, { originalError: error, extensions: (error as { extensions?: Record<string, unknown> }).extensions });
+        const { statusCode, response } = errorFormatter({ errors: [asGraphQL] }, { reply, app } as unknown as MercuriusContext);
+        reply.code(statusCode).send(response);
       },
     });
 

@@ -13,7 +13,7 @@ interface SubscriptionConnection {
   /** Set by mercurius once connection_init was accepted. */
   isReady: boolean;
   fastify: FastifyInstance;
-  handleMessage(message: Buffer, isBinary: boolean): Promise<void>;
+  handleMessage(message: Buffer | string, isBinary: boolean): Promise<void>;
   handleConnectionClose(): void;
   handleConnection(): Promise<void>;
 }
@@ -64,9 +64,8 @@ export function lighterSocketMessageLoop(): boolean {
     this.socket.on('message', (message, isBinary) => {
       turn = turn
         .then(async () => {
-          if (await screenMessage(this as unknown as ScreenedConnection, message, isBinary)) {
-            await runInUnitOfWork(orm, () => this.handleMessage(message, isBinary));
-          }
+          const screened = await screenMessage(this as unknown as ScreenedConnection, message, isBinary);
+          if (screened !== null) await runInUnitOfWork(orm, () => this.handleMessage(screened, isBinary));
         })
         .catch((error: unknown) => {
           this.fastify.log.error(error);

@@ -4,23 +4,48 @@ import { anonymous, type Principal } from '../auth/principal';
 import { toGraphQLError } from '../../subgraphs/errors';
 import type { OperationGate } from '../../subgraphs/policy/gate';
 
+/**
+ * The one WebSocket subprotocol /graphql speaks (what graphql-ws clients send). mercurius also
+ * serves the legacy subscriptions-transport-ws protocol (`graphql-ws`), whose messages none of
+ * the rules below would screen: an upgrade that does not offer this one is refused (400).
+ */
+export const GRAPHQL_TRANSPORT_WS = 'graphql-transport-ws';
+
+/** Whether an upgrade's Sec-WebSocket-Protocol offers GRAPHQL_TRANSPORT_WS. */
+export const offersGraphQLTransportWs = (header: string | undefined): boolean =>
+  header !== undefined && header.split(',').some((offered) => offered.trim() === GRAPHQL_TRANSPORT_WS);
+
 /** graphql-transport-ws close codes (the protocol's, as graphql-ws clients read them). */
 export const WS_CLOSE = { invalidMessage: 4400, unauthorized: 4401, initTimeout: 4408, duplicateId: 4409, tooManyInits: 4429 } as const;
 
 /** The part of mercurius' (internal) SubscriptionConnection the screen uses. */
 export interface ScreenedConnection {
-  socket: { protocol?: string; readyState?: number; close(code: number, reason?: string): void };
+  socket: { readyState?: number; close(code: number, reason?: string): void };
   isReady: boolean;
   /** The connection's context, holding its caller once connection_init was accepted. */
   context?: { principal?: Principal };
   fastify: { gate: OperationGate; graphql: { schema: GraphQLSchema }; log: { error(obj: object, msg: string): void } };
   sendMessage(type: string, id: string | undefined, payload: unknown): Promise<void>;
+  /** Each running subscription's iterator by its id, set once its admission and `subscribe()` are done. */
+  subscriptionIters: Map<string, { return?(): unknown }>;
 }
 
+/**
+ * mercurius knows each operation by an id of the screen's (`<n>:<client's id>`), never by the
+ * client's own: a client may use an id again the moment it completed it, while mercurius may
+ * still be admitting or ending the first operation of that id.
+ */
 interface ProtocolState {
   initialised: boolean;
-  /** Operations of this socket not yet completed: a second `subscribe` with one of these ids is 4409. */
-  active: Set<string>;
+  /** The client's id of each operation running, with mercurius' id of it: a second `subscribe` with one of these is 4409. */
+  running: Map<string, string>;
+  /** mercurius' id of each operation not yet ended (its last `complete` or `error` not sent), with the client's. */
+  clientIds: Map<string, string>;
+  /** Operations the client completed that have not ended yet, by mercurius' id. */
+  stopped: Set<string>;
+  sequence: number;
+  /** The connection's own send, unfiltered: the screen's answer to a `subscribe` it refuses. */
+  send: ScreenedConnection['sendMessage'];
 }
 
 const STATE = Symbol('atrium.wsProtocolState');
@@ -37,8 +62,7 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 
 /**
  * The graphql-transport-ws rules mercurius leaves out, checked on every
- * message of a socket speaking that protocol before mercurius reads it
- * (the legacy `graphql-ws` protocol passes as it is):
+ * message of a socket before mercurius reads it:
  * - a message that is not a JSON object of a client message type, a
  *   `subscribe` without an id or a query: close 4400;
  * - `subscribe` before the connection is acknowledged: close 4401;
@@ -52,14 +76,14 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
  *   an operation that cannot be chosen, variables that do not fit the
  *   operation's definitions (a required one missing, a wrong type) get an
  *   `error` message with each issue (400 bad_request), and nothing runs.
- * Answers whether mercurius should handle the message.
+ * Answers the message mercurius should handle (a `subscribe` or `complete` under mercurius' id
+ * of the operation), or null when nothing of it reaches mercurius.
  */
-export async function screenMessage(connection: ScreenedConnection, message: Buffer, isBinary: boolean): Promise<boolean> {
-  if (connection.socket.protocol !== 'graphql-transport-ws') return true;
+export async function screenMessage(connection: ScreenedConnection, message: Buffer, isBinary: boolean): Promise<Buffer | string | null> {
   const state = stateOf(connection);
   const refuse = (code: number, reason: string) => {
     connection.socket.close(code, reason);
-    return false;
+    return null;
   };
   let data: unknown;
   try {
@@ -73,14 +97,18 @@ export async function screenMessage(connection: ScreenedConnection, message: Buf
     if (state.initialised) return refuse(WS_CLOSE.tooManyInits, 'Too many initialisation requests');
     if (payload !== undefined && payload !== null && !isObject(payload)) return refuse(WS_CLOSE.invalidMessage, 'Invalid message received');
     state.initialised = true;
-    return true;
+    return message;
   }
   if (type === 'complete') {
     if (typeof id !== 'string') return refuse(WS_CLOSE.invalidMessage, 'Invalid message received');
-    state.active.delete(id);
-    return true;
+    const operation = state.running.get(id);
+    // An operation that ended already (or never was) has nothing to stop.
+    if (operation === undefined) return null;
+    state.running.delete(id);
+    state.stopped.add(operation);
+    return JSON.stringify({ type, id: operation });
   }
-  if (type !== 'subscribe') return true;
+  if (type !== 'subscribe') return message;
   if (
     typeof id !== 'string' ||
     id === '' ||
@@ -92,20 +120,23 @@ export async function screenMessage(connection: ScreenedConnection, message: Buf
     return refuse(WS_CLOSE.invalidMessage, 'Invalid message received');
   }
   if (!connection.isReady) return refuse(WS_CLOSE.unauthorized, 'Unauthorized');
-  if (state.active.has(id)) return refuse(WS_CLOSE.duplicateId, `Subscriber for ${id} already exists`);
+  if (state.running.has(id)) return refuse(WS_CLOSE.duplicateId, `Subscriber for ${id} already exists`);
   const operationName = typeof payload.operationName === 'string' ? payload.operationName : undefined;
+  // Operations the client completed count until they have ended: each holds its listener until then.
   const errors =
-    state.active.size >= MAX_OPERATIONS_PER_SOCKET
+    state.clientIds.size >= MAX_OPERATIONS_PER_SOCKET
       ? [refusal(new AppError('rate_limited', `At most ${MAX_OPERATIONS_PER_SOCKET} operations may run at once on one socket; complete one first`))]
       : documentErrors(connection, payload.query, operationName, isObject(payload.variables) ? payload.variables : {});
   if (errors.length) {
     const log = connection.fastify.log;
     const hidden = { hideSchema: !connection.fastify.gate.mayIntrospect(connection.context?.principal ?? anonymous) };
-    await connection.sendMessage('error', id, errors.map((error) => toGraphQLError(error, log, hidden).toJSON()));
-    return false;
+    await state.send('error', id, errors.map((error) => toGraphQLError(error, log, hidden).toJSON()));
+    return null;
   }
-  state.active.add(id);
-  return true;
+  const operation = `${++state.sequence}:${id}`;
+  state.running.set(id, operation);
+  state.clientIds.set(operation, id);
+  return JSON.stringify({ ...data, id: operation });
 }
 
 /** What is wrong with a document before anything of it runs; empty when mercurius may go on. */
@@ -178,12 +209,31 @@ function stateOf(connection: ScreenedConnection): ProtocolState {
   const holder = connection as ScreenedConnection & { [STATE]?: ProtocolState };
   let state = holder[STATE];
   if (!state) {
-    const fresh: ProtocolState = { initialised: false, active: new Set() };
-    // The server's own `complete` or `error` for an operation ends it: its id may be used again.
     const send = connection.sendMessage.bind(connection);
-    connection.sendMessage = (type, id, payload) => {
-      if ((type === 'complete' || type === 'error') && id !== undefined) fresh.active.delete(id);
-      return send(type, id, payload);
+    const fresh: ProtocolState = { initialised: false, running: new Map(), clientIds: new Map(), stopped: new Set(), sequence: 0, send };
+    connection.sendMessage = (type, operation, payload) => {
+      if (operation === undefined) return send(type, operation, payload);
+      const id = fresh.clientIds.get(operation);
+      const stopped = fresh.stopped.has(operation);
+      if (type === 'complete' || type === 'error') {
+        // Its last message: the operation has ended, and its id may be used again (one the client completed is free already).
+        fresh.clientIds.delete(operation);
+        fresh.stopped.delete(operation);
+        if (!stopped && id !== undefined) fresh.running.delete(id);
+      }
+      // The client completed it: its `complete` needs no answer, and no result of it is sent, a query's
+      // included (graphql-transport-ws).
+      if (id === undefined || stopped) return Promise.resolve();
+      // A `complete` carries no payload in graphql-transport-ws (mercurius sends `null`).
+      return send(type, id, type === 'complete' ? undefined : payload);
+    };
+    // A client may complete a subscription while mercurius still admits it: its iterator, set only once
+    // `subscribe()` answered, would then run (and hold its listener) until the socket closed. Ended at once.
+    const iterators = connection.subscriptionIters;
+    const set = iterators.set.bind(iterators);
+    iterators.set = (operation, iterator) => {
+      if (fresh.stopped.has(operation)) void iterator.return?.();
+      return set(operation, iterator);
     };
     holder[STATE] = state = fresh;
   }
