@@ -1,6 +1,7 @@
 import { getNullableType, GraphQLError, isInputObjectType, isListType, type GraphQLInputField, type GraphQLInputType } from 'graphql';
 import { AppError, errorEntry, isAppError, validationIssues, type ErrorCode, type ValidationIssue } from '../src/errors/catalog';
 import { toAppError } from '../src/errors/to-app-error';
+import { logServerSide, type ServerSideLog } from '../src/errors/server-side-log';
 import { restName, snake } from './rest';
 
 /**
@@ -22,7 +23,7 @@ export function withoutSuggestions(message: string): string {
  */
 export function toGraphQLError(
   error: GraphQLError,
-  log: { error: (obj: object, msg: string) => void },
+  log: ServerSideLog,
   options: { hideSchema?: boolean } = {},
 ): GraphQLError {
   const original = error.originalError;
@@ -34,8 +35,8 @@ export function toGraphQLError(
   } else {
     // Transport errors (body parsing, size, media type) map like REST; anything else is masked.
     appError = toAppError(original);
-    if (appError.status >= 500) log.error({ err: original }, 'unhandled resolver error');
   }
+  if (appError.status >= 500) logServerSide(log, original, appError);
   return new GraphQLError(appError.message, {
     nodes: error.nodes,
     path: error.path,

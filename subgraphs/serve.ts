@@ -86,8 +86,8 @@ function documentText(request: ExecuteArgs['httpGraphQLRequest']): string | unde
 
 /** A refusal before Apollo runs anything, in the GraphQL response shape /graphql answers it with. */
 function refusalResponse(error: AppError): HTTPGraphQLResponse {
-  // A refusal is a catalog error: toGraphQLError logs nothing for it.
-  const log = { error: () => undefined };
+  // A refusal is answered, not logged (a 503 server_busy would log a line per refused request).
+  const log = { error: () => undefined, warn: () => undefined };
   const formatted = toGraphQLError(new GraphQLError(error.message, { originalError: error }), log);
   return {
     status: error.status,
@@ -152,7 +152,10 @@ async function serveOn(
   // The policies are read from the built subgraph, whose fields carry them (the federated schema is rebuilt from SDL).
   const gate = new OperationGate(subgraph.schema, access, options.budgets, options.limits);
   const logger = options.log ?? stderrLogger();
-  const log = { error: (obj: object, msg: string) => logger.error(obj as Record<string, unknown>, msg) };
+  const log = {
+    error: (obj: object, msg: string) => logger.error(obj as Record<string, unknown>, msg),
+    warn: (obj: object, msg: string) => logger.warn(obj as Record<string, unknown>, msg),
+  };
   /** The budget each request spent, shown in its response headers as the main server does. */
   const spent = new WeakMap<GraphQLContext, BudgetHit[]>();
 

@@ -6,6 +6,10 @@ import path from 'node:path';
 import pino from 'pino';
 import { buildApp } from '../src/app';
 import { lazyChildLogger } from '../src/host/lazy-logger';
+import { loadAiConfig } from '../src/domains/ai';
+import { fakeOpenAi } from './fake-ai';
+import { modulesCast } from './ai-helper';
+import { call, gql } from './admin-helper';
 
 /** An app logging JSON lines at `level` into an array. */
 async function appWithLog(t: { after: (fn: () => unknown) => void }, level: string) {
@@ -45,4 +49,37 @@ test('the lazy request logger keeps the parent level and binds the request id wh
   assert.equal(lines[0]!.reqId, 'r-1');
   assert.equal(lines[0]!.msg, 'written');
   assert.equal(lines[0]!.detail, 1);
+});
+
+test("a provider's failure is logged once as a warning with the provider's own words, over REST and GraphQL alike; the client's answer leaves them out", async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ status: 404 }));
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-log-'));
+  const lines: Record<string, unknown>[] = [];
+  const app = await buildApp({
+    env: { DATA_DIR: dataDir, SCRYPT_COST: '1024' },
+    logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } },
+    config: { ai: loadAiConfig({ AI_MAX_RETRIES: '0', AI_BASE_URL: fake.url }).ai },
+  });
+  t.after(async () => {
+    await app.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+  const { keys, tokens } = await modulesCast(app);
+  const warnings = () => lines.filter((l) => l.msg === 'answered with a server-side problem');
+
+  const rest = await call(app, keys.ownerA.key, 'POST', '/v1/chat', { message: 'hi', agent: 'general', session_id: 's1' });
+  assert.equal(rest.statusCode, 502);
+  assert.doesNotMatch(rest.body, /fake error/);
+  const graphql = await gql(app, tokens.ownerA, 'mutation { chat(input: { message: "hi", agent: "general", sessionId: "s2" }) { response } }');
+  assert.equal(graphql.errors?.[0]?.extensions.code, 'ai_provider_error');
+  assert.doesNotMatch(JSON.stringify(graphql), /fake error/);
+  // Over GraphQL nothing was logged: an operator saw neither the failure nor the provider's reason.
+  assert.deepEqual(
+    warnings().map((l) => [l.code, l.status, l.cause, typeof l.reqId]),
+    [
+      ['ai_provider_error', 502, '404 fake error 404', 'string'],
+      ['ai_provider_error', 502, '404 fake error 404', 'string'],
+    ],
+  );
+  assert.equal(lines.filter((l) => (l.level as number) >= 40).length, 2);
 });

@@ -2,10 +2,11 @@ import fp from 'fastify-plugin';
 import FindMyWay from 'find-my-way';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { anonymous } from '../auth/principal';
 import { AppError } from '../errors/catalog';
 import { toAppError } from '../errors/to-app-error';
+import { logServerSide } from '../errors/server-side-log';
 import { requestIdFrom } from '../request-id';
 import { fixedResponseHeaders, stampResponse } from './api-version';
 import { echoedPath, sendProblem } from './problem';
@@ -56,16 +57,6 @@ export const errorsPlugin = fp(
   },
   { name: 'atrium-errors' },
 );
-
-/**
- * A 5xx answer in the log: an unexpected failure (internal_error) as an error with its stack; a
- * condition the server names (503 ai_provider_not_configured, 502 from a provider, 504) as one
- * warning, which an operator acts on by configuration rather than by reading a stack.
- */
-function logServerSide(log: FastifyBaseLogger, error: unknown, problem: AppError): void {
-  if (problem.code === 'internal_error') log.error({ err: error }, 'unhandled error');
-  else log.warn({ code: problem.code, status: problem.status, detail: problem.message }, 'answered with a server-side problem');
-}
 
 /**
  * fastify's `frameworkErrors`: a path that does not decode (`%ff`, a lone

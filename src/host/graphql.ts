@@ -6,6 +6,7 @@ import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors/catalog';
 import { toAppError } from '../errors/to-app-error';
+import type { ServerSideLog } from '../errors/server-side-log';
 import { sendProblem } from './problem';
 import { anonymous, type Principal, type RequestMeta } from '../auth/principal';
 import type { AccessService } from '../domains/identity';
@@ -100,7 +101,7 @@ export function replyTransport(reply: FastifyReply, secureCookies: boolean): Tra
  * mercurius' own error path, which keeps only the message, not the
  * errorFormatter: give it the catalog extensions before it gets there.
  */
-function servedSchema(schema: GraphQLSchema, log: { error: (obj: object, msg: string) => void }): GraphQLSchema {
+function servedSchema(schema: GraphQLSchema, log: ServerSideLog): GraphQLSchema {
   return mapSchema(schema, {
     [MapperKind.SUBSCRIPTION_ROOT_FIELD]: (field) => {
       const subscribe = field.subscribe;

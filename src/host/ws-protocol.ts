@@ -1,5 +1,6 @@
 import { getOperationAST, getVariableValues, GraphQLError, Kind, specifiedRules, validate, type DocumentNode, type GraphQLSchema, type SelectionSetNode } from 'graphql';
 import { AppError } from '../errors/catalog';
+import type { ServerSideLog } from '../errors/server-side-log';
 import { anonymous, type Principal } from '../auth/principal';
 import { toGraphQLError } from '../../subgraphs/errors';
 import type { OperationGate } from '../../subgraphs/policy/gate';
@@ -24,7 +25,7 @@ export interface ScreenedConnection {
   isReady: boolean;
   /** The connection's context, holding its caller once connection_init was accepted. */
   context?: { principal?: Principal };
-  fastify: { gate: OperationGate; graphql: { schema: GraphQLSchema }; log: { error(obj: object, msg: string): void } };
+  fastify: { gate: OperationGate; graphql: { schema: GraphQLSchema }; log: ServerSideLog };
   sendMessage(type: string, id: string | undefined, payload: unknown): Promise<void>;
   /** Each running subscription's iterator by its id, set once its admission and `subscribe()` are done. */
   subscriptionIters: Map<string, { return?(): unknown }>;
