@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import Stripe from 'stripe';
 import type { FastifyInstance } from 'fastify';
 import { build } from './helper';
+import { inContext } from '../src/boot';
 import { assertCode, assertInvalid, call, cast, sql } from './admin-helper';
 import { assertLedgerAddsUp } from './ledger-helper';
 import { startFakeStripe } from './fake-stripe';
@@ -107,6 +108,23 @@ test('on-premise mode: the processor operations answer 503 and a plan change app
   assert.equal(summary.credits.monthly, 6000);
   const audit = await sql(app, "select 1 from audit_events where action = 'billing.plan_changed'");
   assert.equal(audit.length, 3);
+  await assertLedgerAddsUp(app);
+});
+
+test("a period that began on the larger plan gets nothing more from a downgrade and an upgrade again: a period never allocates more than its plan's credits", async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const change = (plan_id: string) => call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/plan/change', { plan_id });
+  assert.equal((await change('professional')).json().credits_added, 4000);
+  // The next month begins on professional: its allocation is the plan's 6,000.
+  const next = calendarPeriod(new Date(Date.now() + 32 * 86400_000));
+  assert.equal(await inContext(app.kernel.orm, () => app.domains.billing.ledger.allocate({ companyId: c.a.companyId, credits: 6000, ...next })), true);
+  assert.equal((await change('starter')).json().effective, 'next_period');
+  // Up again: this period's upgrade key was never used, and the 4,000 came once more (10,000 in one period).
+  const reUp = await change('professional');
+  assert.equal(reUp.statusCode, 200, reUp.body);
+  assert.equal(reUp.json().credits_added, 0);
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).monthly, 6000);
   await assertLedgerAddsUp(app);
 });
 

@@ -92,8 +92,9 @@ export const billingRoutes: RestRoute[] = [
     operationId: 'changePlan',
     summary: 'Change the plan',
     description:
-      'PlanChangeRequest: plan_id. Owners only. An upgrade applies at once and adds the full difference of monthly credits ' +
-      '(not prorated by what is left of the period; once per period and plan) for the rest of the period; a downgrade applies ' +
+      'PlanChangeRequest: plan_id. Owners only. An upgrade applies at once and brings the monthly credits allocated in the period ' +
+      "up to the new plan's (not prorated by what is left of the period; a period never allocates more than its largest plan's), " +
+      'credits_added saying how many; a downgrade applies ' +
       'from the next period and refunds nothing. With Stripe, a live subscription changes its price, an upgrade invoiced at once ' +
       "with Stripe's proration of the price difference; a company without one gets effective=checkout and a checkout_url to " +
       'subscribe. On-premise the change ' +

@@ -238,14 +238,44 @@ export class LedgerService {
     });
   }
 
-  /** Monthly credits added inside the current period (a mid-period upgrade's difference); once per key. */
-  async addMonthly(a: { companyId: string; credits: number; key: string }): Promise<boolean> {
-    return this.addOnce(a.companyId, 'allocation', `allocation:${a.key}`, a.credits, 'monthly');
+  /**
+   * A mid-period upgrade: brings the monthly credits allocated in the current
+   * period up to `credits` (the new plan's), adding only what the period's
+   * allocations lack, so a downgrade and an upgrade again never allocate a
+   * plan's credits twice in one period. Takes nothing back. Once per key;
+   * answers the credits added.
+   */
+  async raiseAllocation(a: { companyId: string; credits: number; key: string }): Promise<number> {
+    checkCredits(a.credits, ['credits'], true);
+    return this.write(a.companyId, (sql, now) => {
+      const key = `allocation:${a.key}`;
+      if (this.entryExists(sql, a.companyId, key)) return 0;
+      const account = this.account(sql, a.companyId, now, true)!;
+      // Every allocation's key starts with `allocation:` (';' sorts right after ':'): a range of the (company, key) index.
+      const allocated = sql.get<{ total: number | null }>(
+        "select sum(credits) as total from credit_entries where company_id = ? and idempotency_key >= 'allocation:' and idempotency_key < 'allocation;' and kind = 'allocation' and period_key is ?",
+        a.companyId,
+        account.period_key,
+      )!.total ?? 0;
+      const missing = a.credits - allocated;
+      if (missing <= 0) return 0;
+      checkCeiling(account.monthly + account.granted + account.purchased + account.held, missing, ['credits']);
+      this.move(sql, now, a.companyId, 'allocation', key, missing, { monthly: missing }, { periodKey: account.period_key });
+      return missing;
+    });
   }
 
   /** Purchased credits, exactly once per payment intent (`key`), whichever processor event brings them first. */
   async topUp(a: { companyId: string; credits: number; key: string }): Promise<boolean> {
-    return this.addOnce(a.companyId, 'topup', `topup:${a.key}`, a.credits, 'purchased');
+    checkCredits(a.credits, ['credits']);
+    return this.write(a.companyId, (sql, now) => {
+      const key = `topup:${a.key}`;
+      if (this.entryExists(sql, a.companyId, key)) return false;
+      const account = this.account(sql, a.companyId, now, true)!;
+      checkCeiling(account.monthly + account.granted + account.purchased + account.held, a.credits, ['credits']);
+      this.move(sql, now, a.companyId, 'topup', key, a.credits, { purchased: a.credits });
+      return true;
+    });
   }
 
   /**
@@ -542,17 +572,6 @@ export class LedgerService {
   }
 
   /** Credits added to one bucket once per key; false when the key was applied before. */
-  private addOnce(companyId: string, kind: CreditEntryKind, key: string, credits: number, bucket: 'monthly' | 'purchased'): Promise<boolean> {
-    checkCredits(credits, ['credits']);
-    return this.write(companyId, (sql, now) => {
-      if (this.entryExists(sql, companyId, key)) return false;
-      const account = this.account(sql, companyId, now, true)!;
-      checkCeiling(account.monthly + account.granted + account.purchased + account.held, credits, ['credits']);
-      this.move(sql, now, companyId, kind, key, credits, { [bucket]: credits }, { periodKey: bucket === 'monthly' ? account.period_key : null });
-      return true;
-    });
-  }
-
   /** The balance as the open transaction sees it (the read connection sees committed data only). */
   private balanceInTransaction(companyId: string): Promise<CreditBalance> {
     return this.writer.write((sql) => {

@@ -143,9 +143,9 @@ export class SubscriptionService {
   /**
    * PlanChangeRequest (owners). Without the processor, or with it for a
    * company without a live subscription on the same plan price, the rules
-   * are: an upgrade applies at once and adds the difference of monthly
-   * credits for the rest of the period; a downgrade applies from the next
-   * period. With a live subscription the processor changes its price, with
+   * are: an upgrade applies at once and brings the period's monthly credits
+   * up to the new plan's (what the period's allocations lack); a downgrade
+   * applies from the next period. With a live subscription the processor changes its price, with
    * proration. A paid plan without a subscription answers a checkout URL.
    *
    * Under an Idempotency-Key the change is recorded with its answer: the
@@ -203,10 +203,8 @@ export class SubscriptionService {
       if (live) live.planId = planId;
       let creditsAdded = 0;
       if (upgrade) {
-        const balance = this.ledger.balance(companyId);
-        const difference = target.monthlyCredits - (previous?.monthlyCredits ?? 0);
-        const key = `upgrade:${balance.periodKey ?? 'none'}:${planId}`;
-        if (difference > 0 && (await this.ledger.addMonthly({ companyId, credits: difference, key }))) creditsAdded = difference;
+        const { periodKey } = this.ledger.balance(companyId);
+        creditsAdded = await this.ledger.raiseAllocation({ companyId, credits: target.monthlyCredits, key: `upgrade:${periodKey ?? 'none'}:${planId}` });
       }
       await this.audit.record({
         action: 'billing.plan_changed',
