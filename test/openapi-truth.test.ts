@@ -1,13 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
-import addFormats from 'ajv-formats';
 import { bearer, build, createCompanyKey, login, seedOwner, seedUser } from './helper';
 import { moduleKey } from './ai-helper';
 import { cast } from './admin-helper';
 import { MAX_WAITING } from '../subgraphs/policy/scheduler';
+import { bodyChecks, operations, type Doc } from './openapi-helper';
 
 /**
  * The OpenAPI document is what a client generates its code from: a status or
@@ -18,51 +16,10 @@ import { MAX_WAITING } from '../subgraphs/policy/scheduler';
  * the server answers must be declared for that operation.
  */
 
-interface Operation {
-  parameters?: ({ in?: string; name?: string; schema?: { format?: string; maximum?: number } } | { $ref: string })[];
-  requestBody?: { content: Record<string, unknown> };
-  security?: Record<string, unknown>[];
-  responses: Record<string, { description: string; content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
-}
-
-type Doc = { paths: Record<string, Record<string, Operation>>; components: Record<string, unknown> };
-
 const UNSAFE = new Set(['post', 'put', 'patch', 'delete']);
 const GENERIC_CODES = new Set(['not_found', 'conflict', 'validation_error']);
 
-/** Each operation of the document with its path filled in (a uuid, or a name no resource has). */
-function operations(doc: Doc) {
-  const out: { method: string; path: string; url: (long?: boolean) => string; operation: Operation }[] = [];
-  for (const [path, methods] of Object.entries(doc.paths)) {
-    for (const [method, operation] of Object.entries(methods)) {
-      const params = (operation.parameters ?? []).filter((p): p is { in: string; name: string; schema?: { format?: string } } => 'in' in p && p.in === 'path');
-      const url = (long = false) =>
-        '/v1' +
-        path.replace(/\{(\w+)\}/g, (_, name: string) => {
-          if (long) return 'a'.repeat(101);
-          return params.find((p) => p.name === name)?.schema?.format === 'uuid' ? randomUUID() : 'nothing-here';
-        });
-      out.push({ method, path, url, operation });
-    }
-  }
-  return out;
-}
-
-/** The schemas of the document as checks of a body, each compiled once (references resolved in the document's components). */
-function bodyChecks(doc: Doc): (schema: unknown) => ValidateFunction {
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
-  addFormats(ajv);
-  ajv.addSchema({ $id: 'openapi.json', components: doc.components });
-  const compiled = new Map<string, ValidateFunction>();
-  return (schema) => {
-    const text = JSON.stringify(schema).replace(/"#\/components\//g, '"openapi.json#/components/');
-    let check = compiled.get(text);
-    if (!check) compiled.set(text, (check = ajv.compile(JSON.parse(text) as object)));
-    return check;
-  };
-}
-
-const checks = new WeakMap<Doc, (schema: unknown) => ValidateFunction>();
+const checks = new WeakMap<Doc, ReturnType<typeof bodyChecks>>();
 
 /** The problems with an error answer's body: what the schema its media type declares does not allow. */
 function invalidErrorBody(doc: Doc, declared: { content?: Record<string, unknown> }, type: string, res: LightMyRequestResponse): string | undefined {
