@@ -7,6 +7,9 @@ import { call, cast } from './admin-helper';
 import { buildWithAi } from './ai-helper';
 import { fakeOpenAi } from './fake-ai';
 import { makeCsv, multipartForm } from './fixtures/document-files';
+import Database from 'better-sqlite3';
+import { SOCKET_RECHECK_MS } from '../src/host/live-credentials';
+import { EXTERNAL_WRITES_SEEN_MS } from '../src/db/change-signal';
 
 /**
  * A live NDJSON rows stream (GET /v1/bulk/jobs/{id}/rows) is a live
@@ -56,9 +59,9 @@ async function until(check: () => boolean, what: string, ms = 10_000): Promise<v
 }
 
 /** A listening app whose model answers each row after 100 ms, one row at a time: a 40-row job runs about 4 s. */
-async function slowJobServer(t: TestContext) {
+async function slowJobServer(t: TestContext, config: Parameters<typeof buildWithAi>[2] = {}) {
   const fake = await fakeOpenAi(t, (request) => ({ content: `out:${request.messages.at(-1)!.content}`, delayMs: 100, usage: { prompt: 5, completion: 5 } }));
-  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 1, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { ...config, bulk: { concurrency: 1, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as AddressInfo).port;
   const people = await cast(app);
@@ -73,9 +76,9 @@ async function submitJob(app: FastifyInstance, token: string): Promise<string> {
 }
 
 /** The stream ended soon after `since`, before the job did, its last line the problem `code`, and no row after it. */
-async function assertEndedWith(app: FastifyInstance, stream: RowsStream, since: number, code: string, status: number, id: string) {
+async function assertEndedWith(app: FastifyInstance, stream: RowsStream, since: number, code: string, status: number, id: string, slack = 0) {
   const endedAt = await stream.ended;
-  assert.ok(endedAt - since < 2000, `the stream ended ${endedAt - since} ms after the change`);
+  assert.ok(endedAt - since < 2000 + slack, `the stream ended ${endedAt - since} ms after the change`);
   const last = stream.lines.at(-1)!;
   assert.equal((last.error as { code: string }).code, code, JSON.stringify(last));
   assert.equal((last.error as { status: number }).status, status);
@@ -123,4 +126,31 @@ test("an admin demoted to member stops receiving another member's job rows at on
     owners.lines.map((line) => line.row),
     Array.from({ length: ROWS }, (_, i) => i + 1),
   );
+});
+
+test('a live rows stream does not outlive its access token: it ends at expiry with a last line 401 token_expired', async (t) => {
+  const { app, port, tokens } = await slowJobServer(t, { accessTokenTtlSeconds: 3 });
+  const id = await submitJob(app, tokens.memberA);
+  const stream = follow(port, id, tokens.memberA);
+  await until(() => stream.lines.length >= 2, 'two rows');
+  const { exp } = JSON.parse(Buffer.from(tokens.memberA.split('.')[1]!, 'base64url').toString()) as { exp: number };
+  assert.ok(exp * 1000 > Date.now(), 'the token expires while the stream runs');
+  await assertEndedWith(app, stream, exp * 1000, 'token_expired', 401, id, SOCKET_RECHECK_MS);
+});
+
+test("a live rows stream ends (last line 403 ip_not_allowed) once the company's allow-list leaves its address out, whichever process wrote it", async (t) => {
+  const { app, port, tokens, a } = await slowJobServer(t);
+  // The company's own policy (a row of its own; without one the defaults apply).
+  assert.equal((await call(app, tokens.ownerA, 'PATCH', '/v1/admin/security/policy', { session_idle_timeout_minutes: 60 })).statusCode, 200);
+  const id = await submitJob(app, tokens.keyA);
+  const stream = follow(port, id, tokens.keyA);
+  await until(() => stream.lines.length >= 2, 'two rows');
+  // Written by another process (a standalone admin subgraph, the CLI): seen through the database, not an event.
+  const other = new Database(app.config.databaseFile);
+  t.after(() => other.close());
+  other.pragma('busy_timeout = 5000');
+  const changedAt = Date.now();
+  const changed = other.prepare('update security_policies set ip_allowlist = ?, version = version + 1 where company_id = ?').run(JSON.stringify(['10.0.0.0/8']), a.companyId);
+  assert.equal(changed.changes, 1);
+  await assertEndedWith(app, stream, changedAt, 'ip_not_allowed', 403, id, EXTERNAL_WRITES_SEEN_MS + SOCKET_RECHECK_MS);
 });
