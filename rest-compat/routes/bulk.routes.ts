@@ -9,6 +9,7 @@ import { problemBody } from '../../src/host/problem';
 import { isAppError } from '../../src/errors/catalog';
 import { COLUMN_NAME_MAX, PROMPT_TEMPLATE_MAX, TABLE_MIME, type BulkJobView, type BulkRowView, type TableKind } from '../../src/domains/bulk';
 import { MODEL_NAME_MAX } from '../../src/domains/catalog';
+import { jobStates } from '../../src/domains/research';
 import { jobIdAnswer, jobIdPage } from '../schemas';
 import { uploadFailure } from '../multipart';
 import type { Principal } from '../../src/auth/principal';
@@ -221,7 +222,7 @@ const acceptedSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['job_id', 'status', 'filename', 'format'],
-  properties: { job_id: { type: 'string', format: 'uuid' }, status: { type: 'string' }, filename: { type: 'string' }, format: { type: 'string', enum: ['csv', 'xlsx'] } },
+  properties: { job_id: { type: 'string', format: 'uuid' }, status: { type: 'string', enum: [...jobStates] }, filename: { type: 'string' }, format: { type: 'string', enum: ['csv', 'xlsx'] } },
 };
 /** A result file is in its input's format (TABLE_MIME), whichever door the job came in by. */
 const resultFile = {
