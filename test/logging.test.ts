@@ -4,6 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
+import type { AddressInfo } from 'node:net';
+import WebSocket from 'ws';
 import { buildApp } from '../src/app';
 import { lazyChildLogger } from '../src/host/lazy-logger';
 import { loadAiConfig } from '../src/domains/ai';
@@ -51,7 +53,7 @@ test('the lazy request logger keeps the parent level and binds the request id wh
   assert.equal(lines[0]!.detail, 1);
 });
 
-test("a provider's failure is logged once as a warning with the provider's own words, over REST and GraphQL alike; the client's answer leaves them out", async (t) => {
+test("a provider's failure is logged once as a warning with the provider's own words and the request id, over REST, GraphQL and a socket alike; the client's answer leaves them out", async (t) => {
   const fake = await fakeOpenAi(t, () => ({ status: 404 }));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-log-'));
   const lines: Record<string, unknown>[] = [];
@@ -64,6 +66,7 @@ test("a provider's failure is logged once as a warning with the provider's own w
     await app.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
+  await app.listen({ port: 0, host: '127.0.0.1' });
   const { keys, tokens } = await modulesCast(app);
   const warnings = () => lines.filter((l) => l.msg === 'answered with a server-side problem');
 
@@ -73,13 +76,30 @@ test("a provider's failure is logged once as a warning with the provider's own w
   const graphql = await gql(app, tokens.ownerA, 'mutation { chat(input: { message: "hi", agent: "general", sessionId: "s2" }) { response } }');
   assert.equal(graphql.errors?.[0]?.extensions.code, 'ai_provider_error');
   assert.doesNotMatch(JSON.stringify(graphql), /fake error/);
+  // The same mutation over a socket: its line carries the operation's own request id (the upgrade's, then its own).
+  const socket = new WebSocket(`ws://127.0.0.1:${(app.server.address() as AddressInfo).port}/graphql`, 'graphql-transport-ws');
+  t.after(() => socket.terminate());
+  const messages: { type: string; payload?: unknown }[] = [];
+  socket.on('message', (data) => messages.push(JSON.parse(String(data)) as { type: string; payload?: unknown }));
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${tokens.ownerA}` } }));
+  const query = 'mutation { chat(input: { message: "hi", agent: "general", sessionId: "s3" }) { response } }';
+  const until = async (check: () => boolean) => {
+    for (const deadline = Date.now() + 5000; !check() && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 20));
+  };
+  await until(() => messages.some((m) => m.type === 'connection_ack'));
+  socket.send(JSON.stringify({ type: 'subscribe', id: '1', payload: { query } }));
+  await until(() => messages.some((m) => m.type === 'next'));
+  assert.doesNotMatch(JSON.stringify(messages), /fake error/);
   // Over GraphQL nothing was logged: an operator saw neither the failure nor the provider's reason.
   assert.deepEqual(
     warnings().map((l) => [l.code, l.status, l.cause, typeof l.reqId]),
     [
       ['ai_provider_error', 502, '404 fake error 404', 'string'],
       ['ai_provider_error', 502, '404 fake error 404', 'string'],
+      ['ai_provider_error', 502, '404 fake error 404', 'string'],
     ],
   );
-  assert.equal(lines.filter((l) => (l.level as number) >= 40).length, 2);
+  assert.match(String(warnings()[2]!.reqId), /^[0-9a-f-]{36}\/[0-9a-f-]{36}$/);
+  assert.equal(lines.filter((l) => (l.level as number) >= 40).length, 3);
 });

@@ -234,7 +234,9 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
 
     /** Errors of an operation, GraphQL-shaped, with the HTTP status a refusal before execution deserves. */
     const errorFormatter = (execution: ExecutionResult, context: MercuriusContext) => {
-      const log = context.reply?.log ?? app.log;
+      // A socket operation has no request logger of its own: its request id goes on the line all the same.
+      const meta = (context as Partial<GraphQLContext>).meta;
+      const log = context.reply?.log ?? (meta ? app.log.child({ reqId: meta.requestId }) : app.log);
       // The operation's caller (a socket's from its connection), else the request's; unknown is anonymous.
       const caller = (context as Partial<GraphQLContext>).principal ?? context.reply?.request.principal ?? anonymous;
       const hidden = { hideSchema: !gate.mayIntrospect(caller) };
