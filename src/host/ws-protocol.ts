@@ -42,8 +42,6 @@ interface ProtocolState {
   running: Map<string, string>;
   /** mercurius' id of each operation not yet ended (its last `complete` or `error` not sent), with the client's. */
   clientIds: Map<string, string>;
-  /** Operations the client completed that have not ended yet, by mercurius' id. */
-  stopped: Set<string>;
   sequence: number;
   /** The connection's own send, unfiltered: the screen's answer to a `subscribe` it refuses. */
   send: ScreenedConnection['sendMessage'];
@@ -106,7 +104,6 @@ export async function screenMessage(connection: ScreenedConnection, message: Buf
     // An operation that ended already (or never was) has nothing to stop.
     if (operation === undefined) return null;
     state.running.delete(id);
-    state.stopped.add(operation);
     return JSON.stringify({ type, id: operation });
   }
   if (type !== 'subscribe') return message;
@@ -211,15 +208,19 @@ function stateOf(connection: ScreenedConnection): ProtocolState {
   let state = holder[STATE];
   if (!state) {
     const send = connection.sendMessage.bind(connection);
-    const fresh: ProtocolState = { initialised: false, running: new Map(), clientIds: new Map(), stopped: new Set(), sequence: 0, send };
+    const fresh: ProtocolState = { initialised: false, running: new Map(), clientIds: new Map(), sequence: 0, send };
+    // The client completed it, and it has not ended yet: its client id no longer names it.
+    const stoppedByClient = (operation: string) => {
+      const id = fresh.clientIds.get(operation);
+      return id !== undefined && fresh.running.get(id) !== operation;
+    };
     connection.sendMessage = (type, operation, payload) => {
       if (operation === undefined) return send(type, operation, payload);
       const id = fresh.clientIds.get(operation);
-      const stopped = fresh.stopped.has(operation);
+      const stopped = stoppedByClient(operation);
       if (type === 'complete' || type === 'error') {
         // Its last message: the operation has ended, and its id may be used again (one the client completed is free already).
         fresh.clientIds.delete(operation);
-        fresh.stopped.delete(operation);
         if (!stopped && id !== undefined) fresh.running.delete(id);
       }
       // The client completed it: its `complete` needs no answer, and no result of it is sent, a query's
@@ -233,7 +234,7 @@ function stateOf(connection: ScreenedConnection): ProtocolState {
     const iterators = connection.subscriptionIters;
     const set = iterators.set.bind(iterators);
     iterators.set = (operation, iterator) => {
-      if (fresh.stopped.has(operation)) void iterator.return?.();
+      if (stoppedByClient(operation)) void iterator.return?.();
       return set(operation, iterator);
     };
     holder[STATE] = state = fresh;

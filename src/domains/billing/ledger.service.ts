@@ -247,35 +247,21 @@ export class LedgerService {
    */
   async raiseAllocation(a: { companyId: string; credits: number; key: string }): Promise<number> {
     checkCredits(a.credits, ['credits'], true);
-    return this.write(a.companyId, (sql, now) => {
-      const key = `allocation:${a.key}`;
-      if (this.entryExists(sql, a.companyId, key)) return 0;
-      const account = this.account(sql, a.companyId, now, true)!;
+    return this.addOnce(a.companyId, 'allocation', `allocation:${a.key}`, 'monthly', (sql, account) => {
       // Every allocation's key starts with `allocation:` (';' sorts right after ':'): a range of the (company, key) index.
       const allocated = sql.get<{ total: number | null }>(
         "select sum(credits) as total from credit_entries where company_id = ? and idempotency_key >= 'allocation:' and idempotency_key < 'allocation;' and kind = 'allocation' and period_key is ?",
         a.companyId,
         account.period_key,
       )!.total ?? 0;
-      const missing = a.credits - allocated;
-      if (missing <= 0) return 0;
-      checkCeiling(account.monthly + account.granted + account.purchased + account.held, missing, ['credits']);
-      this.move(sql, now, a.companyId, 'allocation', key, missing, { monthly: missing }, { periodKey: account.period_key });
-      return missing;
+      return a.credits - allocated;
     });
   }
 
   /** Purchased credits, exactly once per payment intent (`key`), whichever processor event brings them first. */
   async topUp(a: { companyId: string; credits: number; key: string }): Promise<boolean> {
     checkCredits(a.credits, ['credits']);
-    return this.write(a.companyId, (sql, now) => {
-      const key = `topup:${a.key}`;
-      if (this.entryExists(sql, a.companyId, key)) return false;
-      const account = this.account(sql, a.companyId, now, true)!;
-      checkCeiling(account.monthly + account.granted + account.purchased + account.held, a.credits, ['credits']);
-      this.move(sql, now, a.companyId, 'topup', key, a.credits, { purchased: a.credits });
-      return true;
-    });
+    return (await this.addOnce(a.companyId, 'topup', `topup:${a.key}`, 'purchased', () => a.credits)) > 0;
   }
 
   /**
@@ -571,7 +557,29 @@ export class LedgerService {
     });
   }
 
-  /** Credits added to one bucket once per key; false when the key was applied before. */
+  /**
+   * Credits added to one bucket once per key: as many as `amount` answers
+   * from the account (none when it answers 0 or less, or the key was applied
+   * before). Answers the credits added.
+   */
+  private addOnce(
+    companyId: string,
+    kind: CreditEntryKind,
+    key: string,
+    bucket: 'monthly' | 'purchased',
+    amount: (sql: SyncSql, account: AccountRow) => number,
+  ): Promise<number> {
+    return this.write(companyId, (sql, now) => {
+      if (this.entryExists(sql, companyId, key)) return 0;
+      const account = this.account(sql, companyId, now, true)!;
+      const credits = amount(sql, account);
+      if (credits <= 0) return 0;
+      checkCeiling(account.monthly + account.granted + account.purchased + account.held, credits, ['credits']);
+      this.move(sql, now, companyId, kind, key, credits, { [bucket]: credits }, { periodKey: bucket === 'monthly' ? account.period_key : null });
+      return credits;
+    });
+  }
+
   /** The balance as the open transaction sees it (the read connection sees committed data only). */
   private balanceInTransaction(companyId: string): Promise<CreditBalance> {
     return this.writer.write((sql) => {

@@ -135,7 +135,6 @@ class RowGone extends Error {}
 /** The error of a job that ended because its user was deleted (the job went with them). */
 export const OWNER_DELETED = "cancelled: the job's user was deleted, and the job with them; rows not yet run were not charged";
 
-
 const view = (r: JobRow): BulkJobView => ({
   id: r.id,
   status: r.status,

@@ -145,8 +145,9 @@ export class SubscriptionService {
    * company without a live subscription on the same plan price, the rules
    * are: an upgrade applies at once and brings the period's monthly credits
    * up to the new plan's (what the period's allocations lack); a downgrade
-   * applies from the next period. With a live subscription the processor changes its price, with
-   * proration. A paid plan without a subscription answers a checkout URL.
+   * applies from the next period. With a live subscription the processor
+   * changes its price, with proration. A paid plan without a subscription
+   * answers a checkout URL.
    *
    * Under an Idempotency-Key the change is recorded with its answer: the
    * same key and plan answer it again and change nothing, here or at the
