@@ -26,10 +26,10 @@ import { restHints, restName, type RestHints } from '../subgraphs/rest';
  */
 export type JsonSchema = Record<string, unknown>;
 
-/** JSON schema keywords a hint may contribute (its `name`, `items` and `required` are not keywords). */
+/** JSON schema keywords a hint may contribute (its `name`, `items`, `required` and `notNull` are not keywords). */
 function keywords(hints: RestHints | undefined): JsonSchema {
   if (!hints) return {};
-  const { items: _items, name: _name, required: _required, ...rest } = hints;
+  const { items: _items, name: _name, required: _required, notNull: _notNull, ...rest } = hints;
   return rest;
 }
 
@@ -183,7 +183,7 @@ export function compileRestMapper(plan: OutputPlan): (value: unknown) => unknown
  * typed without it.
  */
 export function inputSchema(type: GraphQLInputType, hints?: RestHints, description?: string | null, inQuery = false): JsonSchema {
-  const nullable = !inQuery && !isNonNullType(type);
+  const nullable = !inQuery && !isNonNullType(type) && !hints?.notNull;
   const inner = getNullableType(type);
   let schema: JsonSchema;
   if (isListType(inner)) {

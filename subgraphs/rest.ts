@@ -17,6 +17,8 @@ export interface RestHints {
   name?: string;
   /** An optional (nullable) input member REST requires all the same: null says something, absence would not (it takes null, as every optional member does). */
   required?: true;
+  /** An optional input member that takes no null: left out, it keeps its value; null is refused (NULL_ISSUE), and REST declares no null. */
+  notNull?: true;
   description?: string;
   format?: string;
   enum?: readonly string[];

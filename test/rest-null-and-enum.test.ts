@@ -5,6 +5,7 @@ import { call, cast, gql } from './admin-helper';
 import { buildWithAi, moduleKey } from './ai-helper';
 import { fakeOpenAi } from './fake-ai';
 import { NUL_ISSUE } from '../src/errors/refused-text';
+import { NULL_ISSUE } from '../src/errors/catalog';
 
 type Issue = { loc: (string | number)[]; msg: string; type: string };
 
@@ -73,10 +74,17 @@ test('an optional body member takes null over REST as its GraphQL input field do
   assert.deepEqual(gqlIssues(roleGql), [{ loc: ['input', 'role'], msg: 'must be one of owner, admin, member', type: 'enum' }]);
 });
 
-test('a null security-policy setting that may not be null is one issue, none_not_allowed, on both transports', async (t) => {
+test('a null setting that may not be null is one issue, none_not_allowed, on both transports, and the document declares no null for it', async (t) => {
   const app = await buildWithAi(t);
   const c = await cast(app);
-  for (const [member, field] of [['mfa_required', 'mfaRequired'], ['min_password_length', 'minPasswordLength'], ['ip_allowlist', 'ipAllowlist']] as const) {
+  const policyMembers = [
+    ['mfa_required', 'mfaRequired'],
+    ['min_password_length', 'minPasswordLength'],
+    ['allowed_sso_providers', 'allowedSsoProviders'],
+    ['sso_signup_email_domains', 'ssoSignupEmailDomains'],
+    ['ip_allowlist', 'ipAllowlist'],
+  ] as const;
+  for (const [member, field] of policyMembers) {
     const rest = await call(app, c.tokens.ownerA, 'PATCH', '/v1/admin/security/policy', { [member]: null });
     assert.deepEqual(restIssues(rest), [{ loc: ['body', member], msg: 'must not be null', type: 'none_not_allowed' }], member);
     const viaGraphql = await gql(app, c.tokens.ownerA, 'mutation($input: SecurityPolicyInput!) { updateSecurityPolicy(input: $input) { mfaRequired } }', {
@@ -84,21 +92,50 @@ test('a null security-policy setting that may not be null is one issue, none_not
     });
     assert.deepEqual(gqlIssues(viaGraphql), [{ loc: ['input', field], msg: 'must not be null', type: 'none_not_allowed' }], field);
   }
+  for (const [member, field] of [['enabled', 'enabled'], ['sync_interval_minutes', 'syncIntervalMinutes']] as const) {
+    const rest = await call(app, c.tokens.ownerA, 'PATCH', '/v1/admin/connectors/google_drive', { [member]: null });
+    assert.deepEqual(restIssues(rest), [{ loc: ['body', member], ...NULL_ISSUE }], member);
+    const viaGraphql = await gql(app, c.tokens.ownerA, 'mutation($input: ConnectorInput!) { updateConnector(name: "google_drive", input: $input) { enabled } }', {
+      input: { [field]: null },
+    });
+    assert.deepEqual(gqlIssues(viaGraphql), [{ loc: ['input', field], ...NULL_ISSUE }], field);
+  }
   // A null that means something still does: no idle timeout.
   const cleared = await call(app, c.tokens.ownerA, 'PATCH', '/v1/admin/security/policy', { session_idle_timeout_minutes: null });
   assert.equal(cleared.statusCode, 200, cleared.body);
   assert.equal(cleared.json().session_idle_timeout_minutes, null);
+
+  // What the published document declares: null only where it is taken.
+  type Member = { type: unknown };
+  const doc = (await app.inject({ url: '/openapi.json' })).json() as {
+    paths: Record<string, Record<string, { requestBody: { content: Record<string, { schema: { $ref?: string; properties: Record<string, Member> } }> } }>>;
+    components: { schemas: Record<string, { properties: Record<string, Member> }> };
+  };
+  const bodyOf = (path: string, method: string) => {
+    const schema = doc.paths[path]![method]!.requestBody.content['application/json']!.schema;
+    return (schema.$ref ? doc.components.schemas[schema.$ref.replace('#/components/schemas/', '')]! : schema).properties;
+  };
+  const policy = bodyOf('/admin/security/policy', 'patch');
+  for (const [member] of policyMembers) assert.ok(!String(policy[member]!.type).includes('null'), `${member}: ${JSON.stringify(policy[member])}`);
+  assert.deepEqual(policy.session_idle_timeout_minutes!.type, ['integer', 'null']);
+  assert.deepEqual(policy.api_key_max_age_days!.type, ['integer', 'null']);
+  const connector = bodyOf('/admin/connectors/{name}', 'patch');
+  assert.equal(connector.enabled!.type, 'boolean');
+  assert.equal(connector.sync_interval_minutes!.type, 'integer');
+  assert.deepEqual(connector.client_secret!.type, ['string', 'null']);
 });
 
 test('a required body member still refuses null, and query parameters stay without null', async (t) => {
   const app = await buildWithAi(t, { AI_BASE_URL: 'http://127.0.0.1:9/v1' });
   const c = await cast(app);
   const key = await moduleKey(app, c.tokens.ownerA, ['chat', 'translate', 'agent']);
-  assert.deepEqual(restIssues(await call(app, key.key, 'POST', '/v1/studio/process', { text: null })), [{ loc: ['body', 'text'], msg: 'must be string', type: 'string_type' }]);
-  assert.deepEqual(restIssues(await call(app, key.key, 'POST', '/v1/agent/run', { task: null })), [{ loc: ['body', 'task'], msg: 'must be string', type: 'string_type' }]);
+  assert.deepEqual(restIssues(await call(app, key.key, 'POST', '/v1/studio/process', { text: null })), [{ loc: ['body', 'text'], ...NULL_ISSUE }]);
+  assert.deepEqual(restIssues(await call(app, key.key, 'POST', '/v1/agent/run', { task: null })), [{ loc: ['body', 'task'], ...NULL_ISSUE }]);
   assert.deepEqual(restIssues(await call(app, key.key, 'POST', '/v1/chat', { message: 'Hi', agent: 'general', session_id: null })), [
-    { loc: ['body', 'session_id'], msg: 'must be string', type: 'string_type' },
+    { loc: ['body', 'session_id'], ...NULL_ISSUE },
   ]);
+  // A wrong type that is not null is still named as one.
+  assert.deepEqual(restIssues(await call(app, key.key, 'POST', '/v1/agent/run', { task: 5 })), [{ loc: ['body', 'task'], msg: 'must be string', type: 'string_type' }]);
 
   // The published document says the same.
   type Body = { $ref?: string; properties: Record<string, { type: unknown }> };
@@ -116,7 +153,8 @@ test('a required body member still refuses null, and query parameters stay witho
   assert.equal(studio.text!.type, 'string');
   assert.deepEqual(bodyOf('/chat', 'post').model!.type, ['string', 'null']);
   assert.equal(bodyOf('/chat', 'post').session_id!.type, 'string');
-  assert.deepEqual(bodyOf('/admin/users/{user_id}', 'patch').role!.type, ['string', 'null']);
+  assert.equal(bodyOf('/admin/users/{user_id}', 'patch').role!.type, 'string');
+  assert.deepEqual(bodyOf('/admin/users/{user_id}', 'patch').name!.type, ['string', 'null']);
   const role = doc.paths['/admin/users']!.get!.parameters!.find((p) => p.name === 'role')!;
   assert.equal(role.schema.type, 'string');
 });
@@ -153,7 +191,11 @@ test('a wrong type for a member that also takes null is string_type, and its msg
   const app = await buildWithAi(t);
   const c = await cast(app);
   assert.deepEqual(restIssues(await call(app, c.tokens.memberA, 'PATCH', '/v1/me/profile', { name: 5 })), [{ loc: ['body', 'name'], msg: 'must be string or null', type: 'string_type' }]);
+  assert.deepEqual(restIssues(await call(app, c.tokens.ownerA, 'PATCH', '/v1/admin/connectors/onedrive', { tenant: 5 })), [
+    { loc: ['body', 'tenant'], msg: 'must be string or null', type: 'string_type' },
+  ]);
+  // A member that takes no null does not offer it.
   assert.deepEqual(restIssues(await call(app, c.tokens.ownerA, 'PATCH', '/v1/admin/connectors/onedrive', { sync_interval_minutes: 'soon' })), [
-    { loc: ['body', 'sync_interval_minutes'], msg: 'must be integer or null', type: 'integer_type' },
+    { loc: ['body', 'sync_interval_minutes'], msg: 'must be integer', type: 'integer_type' },
   ]);
 });

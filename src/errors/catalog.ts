@@ -89,6 +89,9 @@ export interface ValidationIssue {
   path?: (string | number)[];
 }
 
+/** The issue of a null where a member takes none: an optional member left out keeps its value, but null is no value it takes. */
+export const NULL_ISSUE = { msg: 'must not be null', type: 'none_not_allowed' } as const;
+
 /** The issues of a validation error; undefined for any other error. */
 export function validationIssues(error: AppError): ValidationIssue[] | undefined {
   const issues = error.code === 'validation_error' ? error.extra.errors : undefined;

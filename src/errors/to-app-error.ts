@@ -1,4 +1,4 @@
-import { AppError, errorCatalogEntries, type ErrorCode, type ValidationIssue } from './catalog';
+import { AppError, errorCatalogEntries, NULL_ISSUE, type ErrorCode, type ValidationIssue } from './catalog';
 import { NUL_ISSUE, SURROGATE_ISSUE } from './refused-text';
 
 /**
@@ -39,6 +39,8 @@ interface AjvError {
   instancePath: string;
   message?: string;
   params: Record<string, unknown>;
+  /** The value that failed (a body's validator is verbose). */
+  data?: unknown;
 }
 
 /** The types of the issues of text the server cannot keep (./refused-text.ts), which the REST adapter reports among Ajv's. */
@@ -79,7 +81,8 @@ export function validationIssues(error: ThrownError): ValidationIssue[] {
       }
       if (e.keyword === 'required') loc.push(String(e.params.missingProperty));
       if (e.keyword === 'additionalProperties') loc.push(String(e.params.additionalProperty));
-      if (e.keyword === 'type') return { loc, ...typeIssue(e.params.type) };
+      // A null where the member takes none is worded as the services word it, whatever type the member has.
+      if (e.keyword === 'type') return { loc, ...(e.data === null ? NULL_ISSUE : typeIssue(e.params.type)) };
       const type = ajvTypes[e.keyword] ?? e.keyword;
       if (e.keyword === 'enum') return { loc, msg: enumMsg(e.params.allowedValues), type };
       const msg = e.keyword === 'additionalProperties' ? UNKNOWN_FIELD.msg : (e.message ?? 'invalid');

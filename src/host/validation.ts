@@ -61,7 +61,8 @@ function digitsOnly(validate: ValidateFunction, members: [string, RegExp, boolea
  */
 export function validatorCompiler() {
   const common = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false } as const;
-  const strict = withFormats(new Ajv({ ...common, coerceTypes: false }));
+  // Verbose: a body's errors carry the value that failed, so a null is told apart from a wrong type.
+  const strict = withFormats(new Ajv({ ...common, coerceTypes: false, verbose: true }));
   const coercing = withFormats(new Ajv({ ...common, coerceTypes: 'array' }));
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) => {
     if (httpPart === 'body') return strict.compile(schema);

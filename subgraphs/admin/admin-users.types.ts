@@ -158,11 +158,11 @@ export class AdminUserPatchInput {
   @Field(() => String, { nullable: true, description: '1 to 200 characters once trimmed; null clears it' })
   name?: string | null;
 
-  @Rest({ enum: roles, description: 'owner, admin or member (only an owner grants owner)' })
+  @Rest({ enum: roles, description: 'owner, admin or member (only an owner grants owner)', notNull: true })
   @Field(() => RoleValue, { nullable: true, description: 'Only an owner grants OWNER' })
   role?: RoleValue | null;
 
-  @Rest({ enum: userStatuses, description: 'active or suspended (suspending ends every session)' })
+  @Rest({ enum: userStatuses, description: 'active or suspended (suspending ends every session)', notNull: true })
   @Field(() => UserStatusValue, { nullable: true, description: 'Suspending ends every session' })
   status?: UserStatusValue | null;
 }

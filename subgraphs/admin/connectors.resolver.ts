@@ -47,9 +47,9 @@ export class ConnectorType {
   updatedBy!: string | null;
 }
 
-@InputType('ConnectorInput', { description: 'A partial update: fields left out keep their value; null clears' })
+@InputType('ConnectorInput', { description: 'A partial update: fields left out keep their value; null clears clientId, clientSecret or tenant' })
 export class ConnectorInput {
-  @Rest({ description: 'Enabling needs client_id and client_secret set (422 otherwise)' })
+  @Rest({ description: 'Enabling needs client_id and client_secret set (422 otherwise)', notNull: true })
   @Field(() => Boolean, { nullable: true, description: 'Enabling needs clientId and clientSecret set' })
   enabled?: boolean | null;
 
@@ -65,7 +65,7 @@ export class ConnectorInput {
   @Field(() => String, { nullable: true, description: 'onedrive only: tenant id, domain, common, organizations or consumers' })
   tenant?: string | null;
 
-  @Rest(syncInterval)
+  @Rest({ ...syncInterval, notNull: true })
   @Field(() => Int, { nullable: true, description: '15 to 1440' })
   syncIntervalMinutes?: number | null;
 }

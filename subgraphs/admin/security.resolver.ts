@@ -99,13 +99,13 @@ export class SecurityPolicyType {
   updatedBy!: string | null;
 }
 
-@InputType('SecurityPolicyInput', { description: 'A partial update: fields left out keep their value' })
+@InputType('SecurityPolicyInput', { description: 'A partial update: fields left out keep their value; null only where a field says what it means' })
 export class SecurityPolicyInput {
-  @Rest(setting.mfaRequired)
+  @Rest({ ...setting.mfaRequired, notNull: true })
   @Field(() => Boolean, { nullable: true })
   mfaRequired?: boolean | null;
 
-  @Rest(setting.minPasswordLength)
+  @Rest({ ...setting.minPasswordLength, notNull: true })
   @Field(() => Int, { nullable: true })
   minPasswordLength?: number | null;
 
@@ -113,15 +113,15 @@ export class SecurityPolicyInput {
   @Field(() => Int, { nullable: true, description: 'null turns the idle timeout off' })
   sessionIdleTimeoutMinutes?: number | null;
 
-  @Rest(setting.allowedSsoProviders)
+  @Rest({ ...setting.allowedSsoProviders, notNull: true })
   @Field(() => [String], { nullable: true })
   allowedSsoProviders?: string[] | null;
 
-  @Rest(setting.ssoSignupEmailDomains)
+  @Rest({ ...setting.ssoSignupEmailDomains, notNull: true })
   @Field(() => [String], { nullable: true })
   ssoSignupEmailDomains?: string[] | null;
 
-  @Rest(setting.ipAllowlist)
+  @Rest({ ...setting.ipAllowlist, notNull: true })
   @Field(() => [String], { nullable: true })
   ipAllowlist?: string[] | null;
 

@@ -1,6 +1,6 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
-import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { AppError, NULL_ISSUE, type ValidationIssue } from '../../errors/catalog';
 import { textLength } from '../../errors/text-length';
 import { requireAuthenticated } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
@@ -327,7 +327,8 @@ export function validatePatch(connector: ConnectorName, patch: ConnectorPatch): 
   };
 
   if (given('enabled')) {
-    if (typeof patch.enabled !== 'boolean') issues.push({ loc: loc('enabled'), msg: 'must be a boolean', type: 'bool_type' });
+    if (patch.enabled === null) issues.push({ loc: loc('enabled'), ...NULL_ISSUE });
+    else if (typeof patch.enabled !== 'boolean') issues.push({ loc: loc('enabled'), msg: 'must be a boolean', type: 'bool_type' });
     else out.enabled = patch.enabled;
   }
   text('clientId', CLIENT_ID_MAX);
@@ -345,7 +346,8 @@ export function validatePatch(connector: ConnectorName, patch: ConnectorPatch): 
     } else out.tenant = patch.tenant.trim().toLowerCase();
   }
   if (given('syncIntervalMinutes')) {
-    if (!intIn(patch.syncIntervalMinutes, SYNC_INTERVAL_BOUNDS.min, SYNC_INTERVAL_BOUNDS.max)) {
+    if (patch.syncIntervalMinutes === null) issues.push({ loc: loc('syncIntervalMinutes'), ...NULL_ISSUE });
+    else if (!intIn(patch.syncIntervalMinutes, SYNC_INTERVAL_BOUNDS.min, SYNC_INTERVAL_BOUNDS.max)) {
       issues.push({
         loc: loc('syncIntervalMinutes'),
         msg: `must be an integer from ${SYNC_INTERVAL_BOUNDS.min} to ${SYNC_INTERVAL_BOUNDS.max}`,

@@ -1,6 +1,6 @@
 import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
-import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { AppError, NULL_ISSUE, type ValidationIssue } from '../../errors/catalog';
 import { requireAuthenticated } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import { currentEm } from '../../db/unit-of-work';
@@ -183,7 +183,7 @@ export function validatePatch(patch: SecurityPolicyPatch): Partial<Omit<Security
   const loc = (field: PolicyField, ...rest: (string | number)[]) => ['body', POLICY_FIELDS[field], ...rest];
   // A null is not a value given: it is one issue, "must not be null", not that and a wrong type besides.
   const given = (field: PolicyField) => Object.prototype.hasOwnProperty.call(patch, field) && patch[field] != null;
-  const notNull = (field: PolicyField) => issues.push({ loc: loc(field), msg: 'must not be null', type: 'none_not_allowed' });
+  const notNull = (field: PolicyField) => issues.push({ loc: loc(field), ...NULL_ISSUE });
   const list = (field: 'allowedSsoProviders' | 'ssoSignupEmailDomains' | 'ipAllowlist', check: (item: string) => string | null, msg: string) => {
     const value = patch[field];
     if (!Array.isArray(value)) return notNull(field);
