@@ -143,6 +143,23 @@ test('no cell of a CSV result can run as a formula: the input\'s own cells and t
   ]);
 });
 
+test('a carriage return inside a CSV result cell is quoted, so a spreadsheet splits no row and no formula after it runs', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok\r=2+2' }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  const res = await submit(app, keys.ownerA.key, Buffer.from('name,review\n"x\r=1+1",good\n'), 'cr.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const { job_id: id } = res.json() as { job_id: string };
+  assert.equal((await finished(app, keys.ownerA.key, id)).status, 'completed');
+  const file = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`);
+  assert.equal(file.statusCode, 200, file.body);
+  // Read as Excel reads it: a bare CR ends a record too, unless it is inside quotes.
+  assert.deepEqual(parse(file.body, { record_delimiter: ['\r\n', '\n', '\r'] }) as string[][], [
+    ['name', 'review', 'AI_Result', 'AI_Result_error'],
+    ['x\r=1+1', 'good', 'ok\r=2+2', ''],
+  ]);
+});
+
 test('a workbook\'s dates reach the model as dates, not day serials, and its numbers come back as numbers', async (t) => {
   const fake = await fakeOpenAi(t, () => ({ content: 'ok' }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });

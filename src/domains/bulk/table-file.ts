@@ -235,7 +235,9 @@ export async function readHeader(path: string, format: TableFormat): Promise<str
  */
 export async function writeTable(out: Writable, format: TableFormat, header: string[], rows: AsyncIterable<TableCell[]>): Promise<void> {
   if (format.kind === 'csv') {
-    const csv = stringify({ delimiter: format.delimiter, bom: format.bom });
+    // A bare CR ends a record for Excel and most readers: a cell holding one is quoted, as one holding LF is,
+    // or the rest of it would start a row of its own, unguarded.
+    const csv = stringify({ delimiter: format.delimiter, bom: format.bom, quoted_match: /\r/ });
     csv.pipe(out);
     const write = async (row: TableCell[]) => {
       if (!csv.write(row.map((cell) => (typeof cell === 'string' && !PLAIN_NUMBER.test(cell) ? guardCell(cell) : cell)))) await once(csv, 'drain');
