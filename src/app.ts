@@ -1,7 +1,8 @@
 import 'reflect-metadata';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
+import { anonymous } from './auth/principal';
 import { loadConfig, type Config } from './config';
 import { requestIdFrom } from './request-id';
 import { boot, inContext } from './boot';
@@ -133,9 +134,21 @@ export async function buildApp(options: BuildOptions = {}): Promise<FastifyInsta
     // any other OPTIONS (a monitor, `curl -X OPTIONS`) would get its bare text/plain 400, so it
     // goes on like every request, to the same 405 with Allow (or 404) as without CORS.
     const notPreflight = { ...corsOptions, preflight: false };
+    const isPreflight = (request: FastifyRequest) => Boolean(request.headers.origin && request.headers['access-control-request-method']);
+    // The plugin answers a preflight before the budget hook runs: it spends its address's budget here,
+    // so it carries the rate-limit headers every answer does, and a flood of them is refused as any is.
+    app.addHook('onRequest', (request, reply, done) => {
+      if (request.method !== 'OPTIONS' || !isPreflight(request)) return done();
+      try {
+        app.rateLimit('default', anonymous, request.ip, reply);
+      } catch (error) {
+        return done(error as Error);
+      }
+      done();
+    });
     await app.register(cors, {
       delegator: (request, callback) =>
-        callback(null, request.headers.origin && request.headers['access-control-request-method'] ? corsOptions : notPreflight),
+        callback(null, isPreflight(request) ? corsOptions : notPreflight),
     });
   }
   await app.register(unitOfWorkPlugin);

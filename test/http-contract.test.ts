@@ -414,6 +414,20 @@ test('with CORS on, an OPTIONS request that is not a preflight answers as withou
   }
 });
 
+test('a CORS preflight carries the rate-limit headers every answer does and spends its address\'s budget: a flood of them is 429', async (t) => {
+  const origin = 'https://app.example.com';
+  const app = await build(t, { corsOrigins: [origin], ...limits({ anonymous: 2 }) });
+  const preflight = () => app.inject({ method: 'OPTIONS', url: '/v1/admin/users', headers: { origin, 'access-control-request-method': 'GET' } });
+  const first = await preflight();
+  assert.equal(first.statusCode, 204);
+  assert.equal(first.headers['access-control-allow-origin'], origin);
+  assert.equal(first.headers['x-ratelimit-limit'], '2');
+  assert.equal(first.headers['x-ratelimit-remaining'], '1');
+  for (const header of ['x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']) assert.ok(first.headers[header] !== undefined, header);
+  assert.equal((await preflight()).statusCode, 204);
+  assertProblem(await preflight(), 429, 'rate_limited');
+});
+
 test('every REST route of the route table answers under both /v1 and /api/v1', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);
