@@ -513,6 +513,35 @@ test('cancel: a running bulk job stops, its unsent rows cost nothing, no hold st
   await assertLedgerAddsUp(app);
 });
 
+test('a bulk job cancelled before its file was read still downloads its input rows, each marked not processed, as one cancelled while running does', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  // No worker: the job stays queued, its file unread, until the ingest below runs as the worker would run it.
+  await app.kernel.worker.stop();
+  const res = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'queued.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const id = res.json().job_id as string;
+  const cancelled = await call(app, keys.ownerA.key, 'POST', `/v1/bulk/cancel/${id}`);
+  assert.equal(cancelled.json().status, 'cancelled', cancelled.body);
+  // Until its rows are read, the file is not there to give: asked again shortly, not answered with a table of nothing.
+  assertCode(await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`), 409, 'job_not_finished');
+  await app.domains.bulk.bulk.ingest({ jobId: id });
+  const status = (await call(app, keys.ownerA.key, 'GET', `/v1/bulk/status/${id}`)).json();
+  assert.equal(status.status, 'cancelled');
+  assert.equal(status.total_rows, 3);
+  assert.equal(status.rows_completed, 0);
+  const file = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`);
+  assert.equal(file.statusCode, 200, file.body);
+  assert.deepEqual(parse(file.body) as string[][], [
+    ['id', 'review', 'AI_Result', 'AI_Result_error'],
+    ...ROWS.slice(1).map(([n, review]) => [String(n), String(review), '', 'not processed: the job was cancelled']),
+  ]);
+  assert.deepEqual(uploads(app), [], 'the upload is gone once read');
+  assert.equal(fake.seen.length, 0, 'no row was sent');
+  await assertLedgerAddsUp(app);
+});
+
 test('isolation: another company\'s bulk job is 404 on every path, a member sees only their own, and lists hold only one\'s own', async (t) => {
   const fake = await fakeOpenAi(t, classify());
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });

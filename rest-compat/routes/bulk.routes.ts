@@ -290,7 +290,8 @@ export const bulkRoutes: RestRoute[] = [
     description:
       'The result file in the input\'s format (xlsx in, xlsx out; CSV in, CSV out), streamed: the input\'s columns, the output column and ' +
       '<output_column>_error for failed rows. Text a spreadsheet would run as a formula is prefixed with an apostrophe: in a CSV every text cell (the input\'s own and the column names included), in a workbook what the model wrote (a workbook\'s text cells are never formulas). ' +
-      `Before the job completes (or is cancelled) it is 409 job_not_finished, with the job's state in \`job_status\`; a job that failed as a whole ` +
+      `Before the job completes (or is cancelled) it is 409 job_not_finished, with the job's state in \`job_status\`, as it is for the moment a job ` +
+      'cancelled before its file was read takes to read its rows (then each is marked not processed); a job that failed as a whole ' +
       `(an unreadable file) has no result and is 409 job_failed, its error in \`detail\`. ${MODULES_KEY}`,
     tag: 'AI modules: bulk',
     credential: 'module_key',

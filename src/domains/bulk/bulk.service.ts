@@ -344,6 +344,12 @@ export class BulkService {
     if (job.status !== 'completed' && job.status !== 'cancelled') {
       throw new AppError('job_not_finished', `The job is ${job.status}; its file is ready once it completes`, { extra: { job_status: job.status } });
     }
+    // Cancelled before its file was read: the rows are being read (each to be marked not processed), not absent.
+    if (job.upload_path) {
+      throw new AppError('job_not_finished', 'The job was cancelled before its file was read; its rows are being read now, ask again shortly', {
+        extra: { job_status: job.status },
+      });
+    }
     const header = [...(JSON.parse(job.columns) as string[]), job.output_column, `${job.output_column}_error`];
     const width = header.length - 2;
     const reads = this.reads;
@@ -409,10 +415,9 @@ export class BulkService {
    */
   async ingest(payload: { jobId: string }): Promise<void> {
     const job = this.reads.get<JobRow>(JOB, payload.jobId);
-    if (!job || isFinished(job.status) || !job.upload_path) {
-      if (job?.upload_path && isFinished(job.status)) await this.dropUpload(job);
-      return;
-    }
+    if (!job?.upload_path) return;
+    // A job cancelled before its file was read still has its rows read, so its file lists them, each not processed.
+    if (job.status === 'failed' || job.status === 'completed') return this.dropUpload(job);
     const format: TableFormat = { kind: job.format, delimiter: job.delimiter, bom: job.bom === 1 };
     let idx = 0;
     let batch: [number, string][] = [];
@@ -437,18 +442,32 @@ export class BulkService {
       await flush();
     } catch (error) {
       if (!isAppError(error)) throw error; // an I/O failure: retried
-      await this.writer.write((sql) =>
-        sql.run("update bulk_jobs set status = 'failed', error = ?, finished_at = ?, updated_at = ? where id = ? and status in ('queued', 'running')", error.message, Date.now(), Date.now(), job.id),
-      );
+      await this.writer.write((sql) => {
+        const failed = sql.run(
+          "update bulk_jobs set status = 'failed', error = ?, finished_at = ?, updated_at = ? where id = ? and status in ('queued', 'running')",
+          error.message,
+          Date.now(),
+          Date.now(),
+          job.id,
+        ).changes;
+        // A cancelled job stays cancelled, with the reason its file gives no rows, and none of the rows read before it.
+        if (!failed) {
+          sql.run('delete from bulk_rows where job_id = ?', job.id);
+          sql.run('update bulk_jobs set error = ?, upload_path = null, updated_at = ? where id = ?', `not read: ${error.message}`, Date.now(), job.id);
+        }
+      });
       await this.dropUpload(job);
       this.announce(job.id, true);
       return;
     }
     const total = idx;
-    await this.writer.write((sql) => sql.run('update bulk_jobs set total_rows = ?, upload_path = null, updated_at = ? where id = ?', total, Date.now(), job.id));
+    const cancelled = await this.writer.write((sql) => {
+      sql.run('update bulk_jobs set total_rows = ?, upload_path = null, updated_at = ? where id = ?', total, Date.now(), job.id);
+      return sql.get<{ status: JobState }>('select status from bulk_jobs where id = ?', job.id)?.status === 'cancelled';
+    });
     await this.dropUpload(job);
     // Each restart or lost lease counts an attempt; a long job may see many, and its rows are safe across them.
-    this.jobs.enqueue(BULK_PROCESS, { jobId: job.id }, { dedupeKey: `${BULK_PROCESS}:${job.id}`, maxAttempts: 100 });
+    if (!cancelled) this.jobs.enqueue(BULK_PROCESS, { jobId: job.id }, { dedupeKey: `${BULK_PROCESS}:${job.id}`, maxAttempts: 100 });
     this.announce(job.id, true);
   }
 
