@@ -142,12 +142,9 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
             ...(route.credential ? { credential: route.credential } : {}),
           },
           // The budget is spent by the host's rate-limit hook (the route's config); what is left to admit is
-          // the MFA-enrolment gate, which a field allowed during enrolment never closes: no hook at all.
-          preHandler: [
-            // The AI modules API also counts each key's request against its plan's daily limit.
-            ...(route.credential === 'module_key' ? [admitDaily] : []),
-            ...(policy.duringMfaEnrollment ? [] : [admitted(singleField(compiled.operation?.field ?? route.path, policy))]),
-          ],
+          // the MFA-enrolment gate, which a field allowed during enrolment never closes (no hook at all), and
+          // an AI-modules key's daily requests, which the same gate counts.
+          preHandler: policy.duringMfaEnrollment && route.credential !== 'module_key' ? [] : [admitted(singleField(compiled.operation?.field ?? route.path, policy))],
           ...(route.deprecation ? { onSend: deprecationHeaders(route.deprecation, prefix) } : {}),
           handler: served,
         });
@@ -168,15 +165,6 @@ export const restCompatPlugin = fp<{ routes: readonly CompiledRoute[] }>(
         }
         done();
       };
-    }
-
-    function admitDaily(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
-      try {
-        app.domains.ai.account.admitDaily(request.principal);
-      } catch (error) {
-        return done(error as Error);
-      }
-      done();
     }
 
     /** The policy layer's verdict before the handler: a caller owing MFA enrolment runs as anonymous unless the field allows it. */

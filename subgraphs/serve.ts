@@ -15,6 +15,7 @@ import { AppError, isAppError } from '../src/errors/catalog';
 import { Budgets, type BudgetHit } from '../src/rate-limit/budgets';
 import type { Principal } from '../src/auth/principal';
 import type { IdentityApi } from '../src/domains/identity';
+import type { AiApi } from '../src/domains/ai';
 import type { GraphqlLimitsConfig, TrustProxy } from '../src/kernel/config';
 import { clientAddress, proxyTrust } from '../src/kernel/trust-proxy';
 import { OperationGate } from './policy/gate';
@@ -150,7 +151,9 @@ async function serveOn(
   const access = options.domains.identity.access;
   const schema = federatedSchema(subgraph);
   // The policies are read from the built subgraph, whose fields carry them (the federated schema is rebuilt from SDL).
-  const gate = new OperationGate(subgraph.schema, access, options.budgets, options.limits);
+  // The modules subgraph counts its keys' daily requests as the main server does (booted with the ai domain).
+  const account = (options.domains.ai as Pick<AiApi, 'account'> | undefined)?.account;
+  const gate = new OperationGate(subgraph.schema, access, options.budgets, options.limits, account && ((principal, units) => account.admitDaily(principal, units)));
   const logger = options.log ?? stderrLogger();
   const log = {
     error: (obj: object, msg: string) => logger.error(obj as Record<string, unknown>, msg),

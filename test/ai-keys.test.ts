@@ -154,6 +154,36 @@ test("the plan's daily request limit per account answers 429 until midnight UTC"
   assert.equal((await call(app, keys.memberA.key, 'GET', '/v1/usage')).statusCode, 200);
 });
 
+test("a key's daily requests are counted over GraphQL too, a unit per root field as REST counts a request, and refused there once spent", async (t) => {
+  const app = await build(t);
+  const { keys } = await modulesCast(app);
+  await sql(app, "update plans set daily_requests = 4 where id = 'starter'");
+  assert.equal((await call(app, keys.ownerA.key, 'GET', '/v1/usage')).statusCode, 200);
+  // Two aliased fields are two requests' worth: 3 of 4 spent.
+  const twice = await gql(app, keys.ownerA.key, '{ a: moduleUsage { plan } b: moduleUsage { plan } }');
+  assert.equal(twice.errors, undefined, JSON.stringify(twice));
+  // Two more do not fit: all or none, nothing spent.
+  const over = await gql(app, keys.ownerA.key, '{ a: moduleUsage { plan } b: moduleUsage { plan } }');
+  assert.equal(over.errors?.[0]?.extensions?.code, 'rate_limited', JSON.stringify(over));
+  assert.equal((await gql(app, keys.ownerA.key, '{ moduleUsage { plan } }')).errors, undefined);
+  const spent = await gql(app, keys.ownerA.key, '{ apiKeyVerification { valid } }');
+  assert.equal(spent.errors?.[0]?.extensions?.code, 'rate_limited', JSON.stringify(spent));
+  assertCode(await call(app, keys.ownerA.key, 'GET', '/v1/usage'), 429, 'rate_limited');
+  assert.equal((await gql(app, keys.memberA.key, '{ moduleUsage { plan } }')).errors, undefined, "another user's count is their own");
+});
+
+test("a user's AI-modules key is refused with mfa_enrollment_required while the user owes MFA enrolment, on REST and GraphQL, as the user is", async (t) => {
+  const app = await build(t);
+  const { tokens, keys } = await modulesCast(app);
+  assert.equal((await call(app, keys.memberA.key, 'GET', '/v1/usage')).statusCode, 200);
+  const policy = await call(app, tokens.ownerA, 'PATCH', '/v1/admin/security/policy', { mfa_required: true });
+  assert.equal(policy.statusCode, 200, policy.body);
+  assertCode(await call(app, keys.memberA.key, 'GET', '/v1/usage'), 403, 'mfa_enrollment_required');
+  assertCode(await call(app, keys.memberA.key, 'GET', '/api/v1/apikeys/verify'), 403, 'mfa_enrollment_required');
+  const viaGraphql = await gql(app, keys.memberA.key, '{ moduleUsage { plan } }');
+  assert.equal(viaGraphql.errors?.[0]?.extensions?.code, 'mfa_enrollment_required', JSON.stringify(viaGraphql));
+});
+
 test("the plan's daily request count outlives a restart: the same data directory keeps the day's count", async (t) => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-daily-'));
   t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));

@@ -158,7 +158,8 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     const secureCookies = app.config.publicUrl.startsWith('https://');
     const origins = trustedOrigins(app.config);
 
-    const gate = new OperationGate(supergraph.schema, access, app.kernel.budgets, app.config.graphql);
+    const { account } = app.domains.ai;
+    const gate = new OperationGate(supergraph.schema, access, app.kernel.budgets, app.config.graphql, (principal, units) => account.admitDaily(principal, units));
     app.decorate('gate', gate);
 
     // Every accepted socket, judged again each SOCKET_RECHECK_MS (and before each of its operations),

@@ -71,9 +71,9 @@ export class Budgets {
     return budgetHit(this.store.hit(key, limit, units), cls, this.config.windowSeconds);
   }
 
-  /** Counts one request of `key` against a daily limit, reset at midnight UTC (a plan's daily requests). */
-  daily(key: string, limit: number): BudgetHit {
-    return budgetHit(this.store.daily(key, limit), 'daily', 86_400);
+  /** Counts `units` requests of `key` against a daily limit, reset at midnight UTC (a plan's daily requests). */
+  daily(key: string, limit: number, units = 1): BudgetHit {
+    return budgetHit(this.store.daily(key, limit, Date.now(), units), 'daily', 86_400);
   }
 
   /** The refusal of a spent budget: 429 rate_limited with Retry-After and the budget's headers. */

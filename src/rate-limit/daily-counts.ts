@@ -5,8 +5,8 @@ import type { SqliteWriter } from '../db/sqlite-writer';
 export interface DailyCountStore {
   /** The requests of `key` counted on `day` so far, this process's unwritten ones included. */
   load(key: string, day: number): number;
-  /** Counts one more request of `key` on `day` (written soon, not at once). */
-  add(key: string, day: number): void;
+  /** Counts `units` more requests of `key` on `day` (written soon, not at once). */
+  add(key: string, day: number, units?: number): void;
 }
 
 /** How often counted requests are written: a restart forgets at most this much of a day. */
@@ -37,11 +37,11 @@ export class SqliteDailyCounts implements DailyCountStore {
     return stored + (this.pending.get(`${day}:${key}`)?.count ?? 0);
   }
 
-  add(key: string, day: number): void {
+  add(key: string, day: number, units = 1): void {
     const id = `${day}:${key}`;
     const entry = this.pending.get(id);
-    if (entry) entry.count++;
-    else this.pending.set(id, { key, day, count: 1 });
+    if (entry) entry.count += units;
+    else this.pending.set(id, { key, day, count: units });
   }
 
   /** Writes the counts not yet written, and forgets days before yesterday. */

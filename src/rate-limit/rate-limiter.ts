@@ -27,8 +27,8 @@ export interface RateLimitStore {
    * window's edge cannot pass twice the limit). A refused hit is not counted.
    */
   slide(key: string, limit: number, windowSeconds: number, nowMs?: number, units?: number): RateLimitDecision;
-  /** Counts one hit of `key` against `limit` for the current UTC day (reset at midnight UTC). A refused hit is not counted. */
-  daily(key: string, limit: number, nowMs?: number): RateLimitDecision;
+  /** Counts `units` hits of `key` (all or none) against `limit` for the current UTC day (reset at midnight UTC). A refused hit is not counted. */
+  daily(key: string, limit: number, nowMs?: number, units?: number): RateLimitDecision;
 }
 
 const DAY_MS = 86_400_000;
@@ -76,7 +76,7 @@ export class MemoryRateLimiter implements RateLimitStore {
     return { limit, remaining: Math.max(0, limit - log.length), resetAt, allowed };
   }
 
-  daily(key: string, limit: number, nowMs = Date.now()): RateLimitDecision {
+  daily(key: string, limit: number, nowMs = Date.now(), units = 1): RateLimitDecision {
     const day = Math.floor(nowMs / DAY_MS);
     let counter = this.days.get(key);
     if (!counter || counter.day !== day) {
@@ -84,10 +84,10 @@ export class MemoryRateLimiter implements RateLimitStore {
       if (this.days.size > 100_000) this.days.clear();
       this.days.set(key, (counter = { day, count: this.persisted?.load(key, day) ?? 0 }));
     }
-    const allowed = counter.count < limit;
+    const allowed = counter.count + units <= limit;
     if (allowed) {
-      counter.count++;
-      this.persisted?.add(key, day);
+      counter.count += units;
+      this.persisted?.add(key, day, units);
     }
     return { limit, remaining: Math.max(0, limit - counter.count), resetAt: ((day + 1) * DAY_MS) / 1000, allowed };
   }

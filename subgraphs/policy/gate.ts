@@ -11,6 +11,9 @@ import { OperationMeter, type MeasuredDocument, type MeasuredOperation, type Roo
 /** What admission needs of an operation: its root fields (each alias one) and whether it introspects. */
 export type AdmittedOperation = Pick<MeasuredOperation, 'rootFields' | 'introspection'>;
 
+/** Counts an AI-modules key's operation against its plan's daily requests, `units` at once (throws 429 once spent). */
+export type DailyAdmission = (principal: Principal, units: number) => void;
+
 /** The budgets an operation spends, for a transport that shows the decision (response headers). */
 export type ShowBudget = (hit: BudgetHit) => void;
 
@@ -32,9 +35,10 @@ export function singleField(key: string, policy: FieldPolicy): AdmittedOperation
  *   the caps on depth, aliases, root fields and estimated cost
  *   (./limits.ts); over a cap it is refused with 400 query_too_complex;
  * - `admit`: each root field spends one unit of its budget (so aliases pay
- *   for themselves), introspection follows its setting, and a
- *   user who owes MFA enrolment runs as anonymous unless every root field is
- *   allowed during enrolment.
+ *   for themselves) and, for an AI-modules key, one of its plan's daily
+ *   requests; introspection follows its setting, and a user who owes MFA
+ *   enrolment (or their AI-modules key) runs as anonymous unless every root
+ *   field is allowed during enrolment.
  */
 export class OperationGate {
   readonly meter: OperationMeter;
@@ -49,6 +53,8 @@ export class OperationGate {
     private readonly access: Pick<AccessService, 'enrollmentPending'>,
     private readonly budgets: Budgets,
     limits: GraphqlLimitsConfig,
+    /** Absent where no AI-modules field is served (a standalone subgraph without them). */
+    private readonly daily?: DailyAdmission,
   ) {
     const { introspection, ...caps } = limits;
     this.meter = new OperationMeter(schema, caps);
@@ -116,8 +122,12 @@ export class OperationGate {
     options: { spend: boolean; enrollment: boolean; show?: ShowBudget },
   ): Principal | Promise<Principal> {
     if (options.spend) this.spend(operation.rootFields, principal, ip, options.show);
+    // Spent whatever the transport spent already: nothing else counts a key's daily requests.
+    if (principal.kind === 'module_key') this.daily?.(principal, operation.rootFields.length);
     if (operation.introspection) this.admitIntrospection(principal);
-    if (!options.enrollment || principal.kind !== 'user' || operation.rootFields.every((f) => f.policy?.duringMfaEnrollment)) {
+    // A key acts for its user: it owes what the user owes.
+    const owesEnrollment = principal.kind === 'user' || principal.kind === 'module_key';
+    if (!options.enrollment || !owesEnrollment || operation.rootFields.every((f) => f.policy?.duringMfaEnrollment)) {
       return principal;
     }
     const pending = this.access.enrollmentPending(principal);

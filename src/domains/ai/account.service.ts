@@ -34,14 +34,15 @@ export class ModuleAccountService {
   ) {}
 
   /**
-   * Counts a request of an AI-modules key against its plan's daily limit
-   * per account, reset at midnight UTC; 429 with Retry-After once spent.
+   * Counts a request of an AI-modules key (`units`: the root fields of a
+   * GraphQL operation, each a request's worth) against its plan's daily
+   * limit per account, reset at midnight UTC; 429 with Retry-After once spent.
    */
-  admitDaily(principal: Principal): void {
+  admitDaily(principal: Principal, units = 1): void {
     if (principal.kind !== 'module_key') return;
     const limit = this.plan(principal.companyId).dailyRequests;
     if (limit <= 0) return;
-    const hit = this.budgets.daily(`daily:${principal.userId}`, limit);
+    const hit = this.budgets.daily(`daily:${principal.userId}`, limit, units);
     if (!hit.allowed) throw Budgets.refusal(hit);
   }
 

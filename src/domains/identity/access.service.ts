@@ -93,9 +93,9 @@ export class AccessService {
     return match ? this.auth.accessTokenExpiry(match[1]!) : null;
   }
 
-  /** Whether the caller is a user whose company requires MFA they have not enrolled in yet. */
+  /** Whether the caller is a user (or a user's AI-modules key) whose company requires MFA the user has not enrolled in yet. */
   enrollmentPending(principal: Principal): Resolved<boolean> {
-    if (principal.kind !== 'user') return false;
+    if (principal.kind !== 'user' && principal.kind !== 'module_key') return false;
     return this.policies.cachedMfaEnrollmentPending(principal) ?? this.policies.mfaEnrollmentPending(principal);
   }
 

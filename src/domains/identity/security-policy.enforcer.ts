@@ -3,7 +3,7 @@ import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
 import { textLength } from '../../errors/text-length';
-import type { UserPrincipal } from '../../auth/principal';
+import type { ModuleKeyPrincipal, UserPrincipal } from '../../auth/principal';
 import type { ReadStore } from '../../db/read-store';
 import { EXTERNAL_WRITES_SEEN_MS, VersionedCache, type ChangeSignal } from '../../db/change-signal';
 import { SecurityPolicy } from './security-policy.entity';
@@ -145,17 +145,17 @@ export class SecurityPolicyEnforcer {
   }
 
   /** Whether the signed-in user must still enrol in MFA before using the API (mfa_required, MFA off). */
-  async mfaEnrollmentPending(principal: UserPrincipal): Promise<boolean> {
+  async mfaEnrollmentPending(principal: UserPrincipal | ModuleKeyPrincipal): Promise<boolean> {
     return this.enrollmentPendingUnder(await this.policyOf(principal.companyId), principal);
   }
 
   /** mfaEnrollmentPending from memory and the read cache; undefined when the policy is not cached yet. */
-  cachedMfaEnrollmentPending(principal: UserPrincipal): boolean | undefined {
+  cachedMfaEnrollmentPending(principal: UserPrincipal | ModuleKeyPrincipal): boolean | undefined {
     const policy = this.cachedPolicy(principal.companyId);
     return policy && this.enrollmentPendingUnder(policy, principal);
   }
 
-  private enrollmentPendingUnder(policy: CompiledPolicy, principal: UserPrincipal): boolean {
+  private enrollmentPendingUnder(policy: CompiledPolicy, principal: UserPrincipal | ModuleKeyPrincipal): boolean {
     if (!policy.view.mfaRequired) return false;
     const enabled = this.mfaEnabled.get(principal.userId, () => {
       const row = this.reads.get<{ mfa_enabled: number }>('select mfa_enabled from users where id = ?', principal.userId);
