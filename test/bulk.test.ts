@@ -542,6 +542,29 @@ test('a bulk job cancelled before its file was read still downloads its input ro
   await assertLedgerAddsUp(app);
 });
 
+test('an upload no job holds is removed once untouched for an hour (a kill mid-upload, a job deleted with its user); one still arriving or held by a job stays', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  await app.kernel.worker.stop();
+  const res = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'held.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const dir = path.join(app.config.dataDir, 'uploads');
+  const [held] = uploads(app);
+  assert.ok(held);
+  const orphan = path.join(dir, 'left-by-a-kill.upload');
+  const arriving = path.join(dir, 'still-arriving.upload');
+  fs.writeFileSync(orphan, 'id,review\n1,x\n');
+  fs.writeFileSync(arriving, 'id,rev');
+  const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+  for (const file of [orphan, path.join(dir, held)]) fs.utimesSync(file, twoHoursAgo, twoHoursAgo);
+  assert.equal(await app.domains.bulk.bulk.sweepUploads(), 1);
+  assert.deepEqual(uploads(app).sort(), [held, 'still-arriving.upload'].sort());
+  // The held file is still the job's: its rows are read from it.
+  await inContext(app.kernel.orm, () => app.domains.bulk.bulk.ingest({ jobId: res.json().job_id as string }));
+  assert.equal((await call(app, keys.ownerA.key, 'GET', `/v1/bulk/status/${res.json().job_id}`)).json().total_rows, 3);
+});
+
 test('isolation: another company\'s bulk job is 404 on every path, a member sees only their own, and lists hold only one\'s own', async (t) => {
   const fake = await fakeOpenAi(t, classify());
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });

@@ -30,6 +30,9 @@ import { UUID_PATTERN } from '../../ids';
 
 export const BULK_INGEST = 'bulk.ingest';
 export const BULK_PROCESS = 'bulk.process';
+export const BULK_UPLOAD_SWEEP = 'bulk.upload-sweep';
+/** How often uploads no job holds are looked for, and how long one must have been left untouched to go. */
+export const UPLOAD_SWEEP_SECONDS = 3600;
 export const PROMPT_TEMPLATE_MAX = 8000;
 export const COLUMN_NAME_MAX = 255;
 /** Rows read into the database per transaction. */
@@ -738,6 +741,35 @@ export class BulkService {
     const job = this.find(caller, id);
     if (!job) throw new AppError('not_found', 'No bulk job with this id');
     return job;
+  }
+
+  /**
+   * `bulk.upload-sweep`: removes uploads no job holds that nothing has
+   * written for an hour: a server killed while a file arrived, or a job whose
+   * user or company was deleted before its rows were read (the row went with
+   * them, the file did not). An upload still arriving is written to, so it
+   * stays; one waiting for its rows to be read is held by its job.
+   */
+  async sweepUploads(now = Date.now()): Promise<number> {
+    let names: string[];
+    try {
+      names = await fs.promises.readdir(this.uploadDir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw error;
+    }
+    const held = new Set(this.reads.all<{ upload_path: string }>('select upload_path from bulk_jobs where upload_path is not null').map((r) => r.upload_path));
+    let removed = 0;
+    for (const name of names) {
+      const file = `${this.uploadDir}/${name}`;
+      if (!name.endsWith('.upload') || held.has(file)) continue;
+      const stat = await fs.promises.stat(file).catch(() => null);
+      if (!stat?.isFile() || now - stat.mtimeMs < UPLOAD_SWEEP_SECONDS * 1000) continue;
+      await fs.promises.rm(file, { force: true });
+      removed++;
+    }
+    if (removed) this.log.info({ removed }, 'bulk uploads no job holds removed');
+    return removed;
   }
 
   private async dropUpload(job: JobRow): Promise<void> {

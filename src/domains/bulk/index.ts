@@ -5,7 +5,7 @@ import { catalogDomain } from '../catalog';
 import { documentsDomain } from '../documents';
 import { identityDomain } from '../identity';
 import { BulkJob, BulkRow } from './bulk-job.entity';
-import { BULK_INGEST, BULK_PROCESS, BulkService } from './bulk.service';
+import { BULK_INGEST, BULK_PROCESS, BULK_UPLOAD_SWEEP, BulkService, UPLOAD_SWEEP_SECONDS } from './bulk.service';
 import { loadBulkConfig } from './config';
 import { bulkMigrations } from './migrations';
 import './events';
@@ -47,7 +47,9 @@ export const bulkDomain = defineDomain({
   jobs: (api) => ({
     [BULK_INGEST]: (payload: { jobId: string }) => api.bulk.ingest(payload),
     [BULK_PROCESS]: (payload: { jobId: string }, run) => api.bulk.process(payload, run),
+    [BULK_UPLOAD_SWEEP]: async () => void (await api.bulk.sweepUploads()),
   }),
+  schedules: () => [{ kind: BULK_UPLOAD_SWEEP, everySeconds: UPLOAD_SWEEP_SECONDS }],
 });
 
 export type BulkApi = ApiOf<typeof bulkDomain>;
