@@ -64,6 +64,20 @@ test('disguised and unsupported content is 415, nothing stored', async (t) => {
   assert.equal(await documentCount(app), 0);
 });
 
+test('a name that disguises text is 415: trailing dots and spaces are ignored, and a binary type Atrium does not read contradicts text', async (t) => {
+  const app = await build(t);
+  const { keys } = await modulesCast(app);
+  const text = Buffer.from('plain text');
+  for (const name of ['x.pdf ', 'x.pdf.', 'x.PDF', 'x.Pdf. . ', 'report.png', 'x.doc', 'x.XLS', 'x.ppt', 'song.mp3', 'clip.mp4', 'setup.exe', 'a.zip', 'a.tar.gz', 'photo.JPEG.']) {
+    assertCode(await upload(app, keys.ownerA.key, text, name), 415, 'unsupported_media_type');
+  }
+  assert.equal(await documentCount(app), 0);
+  // Text under a text name, any name Atrium knows nothing about, or no extension still reads.
+  for (const name of ['notes.txt. ', 'README', 'notes.log', 'data.json', 'page.html', 'v1.2']) {
+    assert.equal((await upload(app, keys.ownerA.key, text, name)).statusCode, 201, name);
+  }
+});
+
 test('a zip bomb is refused 413 before it is unpacked; an oversize file is 413; nothing stored', async (t) => {
   const app = await build(t, { documents: { maxBytes: 1024 * 1024, maxUncompressedBytes: 250 * 1024 * 1024, maxZipEntries: 10_000, maxCompressionRatio: 100, maxTextChars: 5_000_000 } });
   const { keys } = await modulesCast(app);
