@@ -98,6 +98,7 @@ export const ragRoutes: RestRoute[] = [
     tag: 'AI modules: documents',
     credential: 'module_key',
     status: 200,
+    problems: { 403: 'insufficient_scope: the key lacks the rag scope' },
     field: 'documentList',
     answer: {
       body: (documents: unknown[]) => ({ documents }),
@@ -114,7 +115,7 @@ export const ragRoutes: RestRoute[] = [
     extension: true,
     credential: 'module_key',
     status: 204,
-    problems: { 404: 'You have no document with this id' },
+    problems: { 403: 'insufficient_scope: the key lacks the rag scope', 404: 'You have no document with this id' },
     field: 'deleteDocument',
     args: { docId: path('doc_id') },
   },
