@@ -616,6 +616,27 @@ test('GraphQL chatStream refuses what REST refuses before its stream as a GraphQ
   assert.equal(rest.data.model, done.model);
 });
 
+test('a streamed error event honours the legacy version pin: {detail, code}, as the answer without "stream" is', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ status: 500 }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_MAX_RETRIES: '0' });
+  const { keys } = await modulesCast(app);
+  const pinned = (payload: Record<string, unknown>, version = '2026.04.21') =>
+    app.inject({ method: 'POST', url: '/v1/chat', payload, headers: { authorization: `Bearer ${keys.ownerA.key}`, 'x-service-api-version': version } });
+  const whole = await pinned(ask('hi'));
+  assert.equal(whole.statusCode, 502);
+  assert.deepEqual(Object.keys(whole.json()).sort(), ['code', 'detail']);
+  const streamed = await pinned(ask('hi', { stream: true }));
+  assert.equal(streamed.statusCode, 200);
+  const events = sseEvents(streamed.body);
+  assert.equal(events.length, 1);
+  assert.equal(events[0]!.event, 'error');
+  assert.deepEqual(events[0]!.data, whole.json());
+  // The current version keeps the problem document.
+  const current = sseEvents((await pinned(ask('hi', { stream: true }), '2026.05.04')).body);
+  assert.equal(current[0]!.data.type, `${app.config.docsUrl}/errors/ai_provider_error`);
+  assert.equal(current[0]!.data.status, 502);
+});
+
 test('studio translates with the detected source language and refuses unknown codes and modes (422)', async (t) => {
   const fake = await fakeOpenAi(t, () => ({ content: ' Hello world ' }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
