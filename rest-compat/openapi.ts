@@ -3,7 +3,7 @@ import { errorCatalog } from '../src/domains';
 import { CURRENT_API_VERSION, PROBLEM_DETAILS_SINCE, SUPPORTED_API_VERSIONS } from '../src/version';
 import type { JsonSchema, RawRoute } from './route';
 import type { CompiledRoute } from './compile';
-import { httpValidationErrorSchema, legacyErrorSchema, paymentRequiredSchema, problemSchema, validationErrorSchema } from './schemas';
+import { httpValidationErrorSchema, legacyErrorSchema, paymentRequiredSchema, problemSchema, providerProblemSchema, scopeProblemSchema, validationErrorSchema } from './schemas';
 import { MAX_PARAM_LENGTH } from '../src/host/errors';
 import { UNSAFE_METHODS } from '../src/host/cookie-auth';
 
@@ -23,6 +23,16 @@ const deprecationHeaders = {
   Sunset: { $ref: '#/components/headers/Sunset' },
   Link: { $ref: '#/components/headers/Successor-Link' },
 };
+
+/** Problems with members beyond ProblemDetail's, by the code that carries them: a status whose description names the code declares them. */
+const PROBLEMS_WITH_MEMBERS: Record<string, string> = {
+  insufficient_scope: '#/components/schemas/ScopeProblem',
+  ai_provider_error: '#/components/schemas/ProviderProblem',
+};
+
+function problemRef(description: string): string | undefined {
+  return Object.entries(PROBLEMS_WITH_MEMBERS).find(([code]) => new RegExp(`\\b${code}\\b`).test(description))?.[1];
+}
 
 function parameters(compiled: CompiledRoute): JsonSchema[] {
   const out: JsonSchema[] = [];
@@ -148,7 +158,7 @@ function operation(compiled: CompiledRoute, bodyRef: BodyRef): JsonSchema {
           ? problem(description, '#/components/schemas/PaymentRequiredProblem')
           : status === 429 || (status === 503 && compiled.operation?.mayWait)
             ? { ...problem(description), headers: { ...headers, 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait' } } }
-            : problem(description);
+            : problem(description, problemRef(description));
   }
   return {
     operationId: route.operationId,
@@ -275,6 +285,8 @@ export function buildOpenApi(routes: readonly CompiledRoute[]): JsonSchema {
         ValidationError: validationErrorSchema,
         HTTPValidationError: httpValidationErrorSchema,
         PaymentRequiredProblem: paymentRequiredSchema,
+        ScopeProblem: scopeProblemSchema,
+        ProviderProblem: providerProblemSchema,
         LegacyError: legacyErrorSchema,
       },
     },

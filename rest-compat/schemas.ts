@@ -1,5 +1,6 @@
 import { PROBLEM_DETAILS_SINCE } from '../src/version';
 import { query, type JsonSchema } from './route';
+import { moduleScopes } from '../src/auth/principal';
 
 /** Shared JSON-schema fragments of the REST surface (also the OpenAPI components). */
 export const nullable = (type: string, extra: JsonSchema = {}): JsonSchema => ({ type: [type, 'null'], ...extra });
@@ -108,6 +109,29 @@ export const paymentRequiredSchema: JsonSchema = {
     budget: { type: 'string', pattern: '^\\d{1,9}(\\.\\d{1,6})?$', description: "budget_exhausted: the period's spending budget, decimal" },
     spend: { type: 'string', pattern: '^\\d{1,9}(\\.\\d{1,6})?$', description: 'budget_exhausted: the spend of the period so far, decimal' },
     currency: { type: 'string', description: 'budget_exhausted: the currency of budget and spend (ISO 4217, lower-case)' },
+  },
+};
+
+/**
+ * A 403 that may be insufficient_scope, which names the scope the AI-modules key lacks (src/auth/policy.ts). Declared for
+ * each 403 whose description names insufficient_scope (rest-compat/openapi.ts).
+ */
+export const scopeProblemSchema: JsonSchema = {
+  allOf: [{ $ref: '#/components/schemas/ProblemDetail' }],
+  type: 'object',
+  description: 'insufficient_scope carries required_scope',
+  properties: {
+    required_scope: { type: 'string', enum: [...moduleScopes], description: 'insufficient_scope: the scope the path needs, which the key lacks' },
+  },
+};
+
+/** A 502 that may be ai_provider_error, which names the provider's HTTP status when it answered one (src/domains/ai/engine.ts). */
+export const providerProblemSchema: JsonSchema = {
+  allOf: [{ $ref: '#/components/schemas/ProblemDetail' }],
+  type: 'object',
+  description: 'ai_provider_error carries provider_status when the provider answered with an HTTP error',
+  properties: {
+    provider_status: { type: 'integer', minimum: 100, maximum: 599, description: 'ai_provider_error: the HTTP status the AI provider answered, after retries' },
   },
 };
 

@@ -571,6 +571,72 @@ test('GraphQL: a signed-in user chats with the same service, and chatStream stre
   assert.equal(fake.seen[1]!.messages.filter((m) => m.role === 'user').length, 2);
 });
 
+test('GraphQL chatStream refuses what REST refuses before its stream as a GraphQL error with the same code, and its done event names the model', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'alpha beta' }));
+  const { app, port } = await listening(t, { AI_BASE_URL: fake.url });
+  const { a, tokens, keys } = await modulesCast(app);
+  await sql(app, "update models set blocked = 1 where id = 'gpt-4o'");
+  const client = createClient({ url: `ws://127.0.0.1:${port}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${tokens.ownerA}` }, retryAttempts: 0, lazy: true });
+  t.after(() => client.dispose());
+  const stream = (input: string) => {
+    const events: Record<string, unknown>[] = [];
+    return new Promise<{ events: Record<string, unknown>[]; errors?: { extensions?: { code?: string } }[] }>((resolve) => {
+      client.subscribe(
+        { query: `subscription { chatStream(input: { agent: "general", sessionId: "gs", ${input} }) { type text tokens creditsUsed sessionId model code } }` },
+        {
+          next: (v) => events.push((v.data as { chatStream: Record<string, unknown> }).chatStream),
+          error: (errors) => resolve({ events, errors: errors as { extensions?: { code?: string } }[] }),
+          complete: () => resolve({ events }),
+        },
+      );
+    });
+  };
+  for (const [input, status, code] of [
+    ['message: "hi", model: "nope"', 404, 'model_not_found'],
+    ['message: "hi", model: "gpt-4o"', 422, 'model_blocked'],
+    ['message: "hi", webSearch: true', 503, 'web_search_not_configured'],
+  ] as const) {
+    const { events, errors } = await stream(input);
+    assert.deepEqual(events, [], input);
+    assert.equal(errors?.[0]?.extensions?.code, code, `${input}: ${JSON.stringify(errors)}`);
+    // REST refuses the same before its stream starts.
+    const rest = { message: 'hi', agent: 'general', session_id: 'gs', stream: true, ...(input.includes('model') ? { model: input.includes('nope') ? 'nope' : 'gpt-4o' } : { web_search: true }) };
+    assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/chat', rest), status, code);
+  }
+  assert.equal(fake.seen.length, 0);
+  assert.equal((await balance(app, a.companyId)).available, 2000);
+
+  const { events, errors } = await stream('message: "hi", model: "claude"');
+  assert.equal(errors, undefined);
+  const done = events.at(-1)!;
+  assert.equal(done.type, 'done');
+  assert.equal(done.model, 'claude-sonnet-4');
+  const rest = sseEvents((await call(app, keys.ownerA.key, 'POST', '/v1/chat', ask('hi', { stream: true, model: 'claude' }))).body).at(-1)!;
+  assert.equal(rest.event, 'done');
+  assert.equal(rest.data.model, done.model);
+});
+
+test('a streamed error event honours the legacy version pin: {detail, code}, as the answer without "stream" is', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ status: 500 }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_MAX_RETRIES: '0' });
+  const { keys } = await modulesCast(app);
+  const pinned = (payload: Record<string, unknown>, version = '2026.04.21') =>
+    app.inject({ method: 'POST', url: '/v1/chat', payload, headers: { authorization: `Bearer ${keys.ownerA.key}`, 'x-service-api-version': version } });
+  const whole = await pinned(ask('hi'));
+  assert.equal(whole.statusCode, 502);
+  assert.deepEqual(Object.keys(whole.json()).sort(), ['code', 'detail']);
+  const streamed = await pinned(ask('hi', { stream: true }));
+  assert.equal(streamed.statusCode, 200);
+  const events = sseEvents(streamed.body);
+  assert.equal(events.length, 1);
+  assert.equal(events[0]!.event, 'error');
+  assert.deepEqual(events[0]!.data, whole.json());
+  // The current version keeps the problem document.
+  const current = sseEvents((await pinned(ask('hi', { stream: true }), '2026.05.04')).body);
+  assert.equal(current[0]!.data.type, `${app.config.docsUrl}/errors/ai_provider_error`);
+  assert.equal(current[0]!.data.status, 502);
+});
+
 test('studio translates with the detected source language and refuses unknown codes and modes (422)', async (t) => {
   const fake = await fakeOpenAi(t, () => ({ content: ' Hello world ' }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });

@@ -1,5 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { assertCode, call, gql, sql } from './admin-helper';
 import { build, bearer } from './helper';
@@ -7,6 +10,7 @@ import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
 import { fakeOpenAi } from './fake-ai';
 import { makeCsv, makeDocx, makePdf, makePng, makeXlsx, makeZipBomb, multipartBody, multipartForm } from './fixtures/document-files';
 import { chunkSections } from '../src/domains/documents';
+import { buildApp } from '../src/app';
 
 function upload(app: FastifyInstance, key: string, file: Buffer, filename: string) {
   const { payload, headers } = multipartBody(file, filename);
@@ -64,6 +68,20 @@ test('disguised and unsupported content is 415, nothing stored', async (t) => {
   assert.equal(await documentCount(app), 0);
 });
 
+test('a name that disguises text is 415: trailing dots and spaces are ignored, and a binary type Atrium does not read contradicts text', async (t) => {
+  const app = await build(t);
+  const { keys } = await modulesCast(app);
+  const text = Buffer.from('plain text');
+  for (const name of ['x.pdf ', 'x.pdf.', 'x.PDF', 'x.Pdf. . ', 'report.png', 'x.doc', 'x.XLS', 'x.ppt', 'song.mp3', 'clip.mp4', 'setup.exe', 'a.zip', 'a.tar.gz', 'photo.JPEG.']) {
+    assertCode(await upload(app, keys.ownerA.key, text, name), 415, 'unsupported_media_type');
+  }
+  assert.equal(await documentCount(app), 0);
+  // Text under a text name, any name Atrium knows nothing about, or no extension still reads.
+  for (const name of ['notes.txt. ', 'README', 'notes.log', 'data.json', 'page.html', 'v1.2']) {
+    assert.equal((await upload(app, keys.ownerA.key, text, name)).statusCode, 201, name);
+  }
+});
+
 test('a zip bomb is refused 413 before it is unpacked; an oversize file is 413; nothing stored', async (t) => {
   const app = await build(t, { documents: { maxBytes: 1024 * 1024, maxUncompressedBytes: 250 * 1024 * 1024, maxZipEntries: 10_000, maxCompressionRatio: 100, maxTextChars: 5_000_000 } });
   const { keys } = await modulesCast(app);
@@ -119,6 +137,62 @@ test('without a provider /rag/query answers extractively from the best passages,
   assert.equal(app.domains.billing.ledger.balance(a.companyId).available, 2000);
   // Query syntax is only words: quotes and operators cannot break the search.
   assert.equal((await call(app, keys.ownerA.key, 'POST', '/v1/rag/query', { query: 'NEAR("x" OR *) AND -invoices"' })).statusCode, 200);
+});
+
+test('/rag/query finds Chinese, Japanese and Korean text, by a word or a whole question; snippets keep the text as uploaded', async (t) => {
+  const app = await build(t);
+  const { keys } = await modulesCast(app);
+  const japanese = '東京は日本の首都です。大阪は大きな都市です。';
+  const chinese = '北京是中国的首都。上海是一个大城市。';
+  const korean = '서울은 한국의 수도입니다. 부산은 항구 도시입니다.';
+  const docs: Record<string, string> = {};
+  for (const [text, name] of [[japanese, 'ja.txt'], [chinese, 'zh.txt'], [korean, 'ko.txt'], ['Tokyo is the capital of Japan.', 'en.txt']] as const) {
+    const res = await upload(app, keys.ownerA.key, Buffer.from(text), name);
+    assert.equal(res.statusCode, 201, res.body);
+    docs[name] = res.json().doc_id;
+  }
+  for (const [query, name] of [
+    ['東京', 'ja.txt'],
+    ['東京は日本の首都ですか', 'ja.txt'],
+    ['大阪', 'ja.txt'],
+    ['北京', 'zh.txt'],
+    ['中国的首都是哪里？', 'zh.txt'],
+    ['서울', 'ko.txt'],
+    ['한국의 수도는?', 'ko.txt'],
+    ['capital of Japan', 'en.txt'],
+  ] as const) {
+    const body = (await call(app, keys.ownerA.key, 'POST', '/v1/rag/query', { query })).json();
+    assert.equal(body.sources[0]?.doc_id, docs[name], `${query}: ${JSON.stringify(body)}`);
+  }
+  const ja = (await call(app, keys.ownerA.key, 'POST', '/v1/rag/query', { query: '東京' })).json();
+  assert.equal(ja.sources.length, 1, 'one character of a word in common is no match');
+  assert.equal(ja.sources[0].snippet, japanese);
+  assert.match(ja.answer, /東京は日本の首都です。/);
+  // A run in another order is not the word asked for.
+  assert.deepEqual((await call(app, keys.ownerA.key, 'POST', '/v1/rag/query', { query: '京東' })).json().sources, []);
+});
+
+test('passages indexed before CJK text was segmented are reindexed by the migration, and found after the upgrade', async (t) => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-cjk-'));
+  t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const open = () => buildApp({ env: { DATA_DIR: dataDir, SCRYPT_COST: '1024' }, logger: false });
+  const first = await open();
+  const { keys } = await modulesCast(first);
+  const text = '東京は日本の首都です。';
+  const doc = (await upload(first, keys.ownerA.key, Buffer.from(text), 'old.txt')).json();
+  const latin = (await upload(first, keys.ownerA.key, Buffer.from('Invoices are paid within thirty days.'), 'terms.txt')).json();
+  // As the code before the migration stored them: the text as extracted, one token per run of CJK characters.
+  await sql(first, 'update document_chunks_fts set text = ? where document_id = ?', [text, doc.doc_id]);
+  await sql(first, "delete from mikro_orm_migrations where name = 'Migration20261210000000CjkPassages'");
+  assert.deepEqual((await call(first, keys.ownerA.key, 'POST', '/v1/rag/query', { query: '東京' })).json().sources, []);
+  await first.close();
+  const second = await open();
+  t.after(() => second.close());
+  const found = (await call(second, keys.ownerA.key, 'POST', '/v1/rag/query', { query: '東京' })).json();
+  assert.equal(found.sources[0]?.doc_id, doc.doc_id, JSON.stringify(found));
+  assert.equal(found.sources[0].snippet, text);
+  const unchanged = await sql<{ text: string }>(second, 'select text from document_chunks_fts where document_id = ?', [latin.doc_id]);
+  assert.equal(unchanged[0]!.text, 'Invoices are paid within thirty days.');
 });
 
 test('with a provider /rag/query is grounded in the passages and costs its tokens', async (t) => {

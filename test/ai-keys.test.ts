@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { assertCode, call, gql, sql } from './admin-helper';
+import { assertCode, assertInvalid, call, gql, sql } from './admin-helper';
 import { build, createCompanyKey, login } from './helper';
 import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
 import { MemoryRateLimiter } from '../src/rate-limit/rate-limiter';
@@ -48,6 +48,24 @@ test('unknown scopes are 422 and a key management call with a key is 401', async
   assert.equal(bad.statusCode, 422, bad.body);
   assertCode(await call(app, keys.ownerA.key, 'GET', '/v1/apikeys'), 401, 'token_invalid');
   assertCode(await call(app, keys.ownerA.key, 'POST', '/v1/apikeys', { name: 'x' }), 401, 'token_invalid');
+});
+
+test('a key name with a control or bidi character is 422 at body.name, on REST and GraphQL, for AI-modules and company keys', async (t) => {
+  const app = await build(t);
+  const { tokens } = await modulesCast(app);
+  const refused = ['\u0007bell', '\u202Egnp.exe', 'a\u0085b', 'a\u009Bb', 'x\u2066y\u2069', 'left\u200Emark', 'r\u200Fl', 'arabic\u061Cmark', 'line\nbreak', 'tab\tinside', 'esc\u001b[31m'];
+  for (const name of refused) {
+    assertInvalid(await call(app, tokens.ownerA, 'POST', '/v1/apikeys', { name }), 'body.name');
+    assertInvalid(await call(app, tokens.ownerA, 'POST', '/v1/admin/api-keys', { name }), 'body.name');
+  }
+  const viaGql = await gql(app, tokens.ownerA, 'mutation($name: String!) { createMyApiKey(input: { name: $name }) { key } }', { name: '\u202Egnp.exe' });
+  assert.equal(viaGql.errors?.[0]?.extensions.code, 'validation_error', JSON.stringify(viaGql));
+  const stored = await sql<{ name: string }>(app, 'select name from api_keys');
+  assert.ok(stored.every((k) => !/[\p{Cc}\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/u.test(k.name)), JSON.stringify(stored));
+  // Other scripts, emoji and joiners are names like any other; surrounding whitespace is trimmed as before.
+  for (const name of ['\u05E9\u05DC\u05D5\u05DD keys', '\u6771\u4EAC', '\u{1F468}\u200D\u{1F4BB} laptop', ' padded ']) {
+    assert.equal((await call(app, tokens.memberA, 'POST', '/v1/apikeys', { name })).statusCode, 201, name);
+  }
 });
 
 test('a revoked key fails at once; another user cannot revoke it (404)', async (t) => {

@@ -1,8 +1,11 @@
 import { test } from 'node:test';
+import { randomUUID } from 'node:crypto';
 import assert from 'node:assert/strict';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { bearer, build, createCompanyKey, login, seedOwner, seedUser } from './helper';
-import { moduleKey } from './ai-helper';
+import { buildWithAi, moduleKey } from './ai-helper';
+import { fakeOpenAi } from './fake-ai';
+import { multipartBody } from './fixtures/document-files';
 import { cast } from './admin-helper';
 import { MAX_WAITING } from '../subgraphs/policy/scheduler';
 import { bodyChecks, operations, type Doc } from './openapi-helper';
@@ -108,6 +111,79 @@ test('every status and success media type an operation answers is declared for i
     }
   }
   assert.deepEqual(found, []);
+});
+
+/** The members a schema declares: its properties, through references and allOf, oneOf and anyOf. */
+function declaredMembers(doc: Doc, schema: unknown, into = new Set<string>()): Set<string> {
+  if (!schema || typeof schema !== 'object') return into;
+  const s = schema as { $ref?: string; properties?: object; allOf?: unknown[]; oneOf?: unknown[]; anyOf?: unknown[] };
+  if (s.$ref) declaredMembers(doc, (doc.components.schemas as Record<string, unknown>)[s.$ref.replace('#/components/schemas/', '')], into);
+  for (const name of Object.keys(s.properties ?? {})) into.add(name);
+  for (const part of [...(s.allOf ?? []), ...(s.oneOf ?? []), ...(s.anyOf ?? [])]) declaredMembers(doc, part, into);
+  return into;
+}
+
+test('the members a problem carries beyond RFC 9457 are declared for the operations that answer it: required_scope on insufficient_scope, provider_status on ai_provider_error', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ status: 500 }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url, AI_MAX_RETRIES: '0' });
+  const doc = (await app.inject({ url: '/openapi.json' })).json() as Doc;
+  const owner = await seedOwner(app);
+  const token = (await login(app, owner.email)).access_token;
+  const full = (await moduleKey(app, token)).key;
+  const bulkOnly = (await moduleKey(app, token, ['bulk'], 'bulk only')).key;
+  const upload = multipartBody(Buffer.from('Invoices are paid within thirty days.'), 'terms.txt');
+  const calls: [string, string, string, Partial<InjectOptions>][] = [
+    ['post', '/chat', '/v1/chat', { payload: { message: 'hi', agent: 'general', session_id: 's' } }],
+    ['post', '/studio/process', '/v1/studio/process', { payload: { text: 'hola amigos', target_lang: 'en' } }],
+    ['post', '/studio/detect', '/v1/studio/detect', { payload: { text: 'hello there' } }],
+    ['post', '/agent/run', '/v1/agent/run', { payload: { task: 'add two and two' } }],
+    ['post', '/rag/upload', '/v1/rag/upload', { payload: upload.payload, headers: upload.headers }],
+    ['post', '/rag/query', '/v1/rag/query', { payload: { query: 'when are invoices paid' } }],
+    ['get', '/rag/docs', '/v1/rag/docs', {}],
+    ['post', '/research/start', '/v1/research/start', { payload: { query: 'tides' } }],
+    ['delete', '/rag/docs/{doc_id}', `/v1/rag/docs/${randomUUID()}`, {}],
+    ['get', '/research/status/{job_id}', `/v1/research/status/${randomUUID()}`, {}],
+    ['get', '/research/list', '/v1/research/list', {}],
+    ['post', '/research/cancel/{job_id}', `/v1/research/cancel/${randomUUID()}`, {}],
+  ];
+  // The bulk paths, with a key of every other scope.
+  const bulkCalls: [string, string, string, Partial<InjectOptions>][] = [
+    ['get', '/bulk/download/{job_id}', `/v1/bulk/download/${randomUUID()}`, {}],
+    ['get', '/bulk/status/{job_id}', `/v1/bulk/status/${randomUUID()}`, {}],
+    ['get', '/bulk/list', '/v1/bulk/list', {}],
+    ['post', '/bulk/cancel/{job_id}', `/v1/bulk/cancel/${randomUUID()}`, {}],
+  ];
+  const noBulk = (await moduleKey(app, token, ['chat', 'rag', 'translate', 'research', 'agent'], 'no bulk')).key;
+  const found: string[] = [];
+  const seen = new Map<string, number>();
+  const hold = (method: string, path: string, res: LightMyRequestResponse) => {
+    const body = res.json() as Record<string, unknown>;
+    seen.set(String(body.code), (seen.get(String(body.code)) ?? 0) + 1);
+    const type = String(res.headers['content-type']).split(';')[0]!.trim();
+    const schema = (doc.paths[path]![method]!.responses[String(res.statusCode)]?.content?.[type] as { schema?: unknown } | undefined)?.schema;
+    const members = declaredMembers(doc, schema);
+    const extra = Object.keys(body).filter((k) => !members.has(k));
+    if (extra.length) found.push(`${method.toUpperCase()} ${path} ${res.statusCode} ${body.code}: ${extra.join(', ')} not declared`);
+  };
+  for (const [method, path, url, options, key] of [...calls.map((c) => [...c, bulkOnly] as const), ...bulkCalls.map((c) => [...c, noBulk] as const)]) {
+    const res = await app.inject({ method: method.toUpperCase() as InjectOptions['method'], url, ...options, headers: { ...bearer(key), ...options.headers } });
+    assert.equal(res.json().code, 'insufficient_scope', `${path}: ${res.body}`);
+    assert.ok(res.json().required_scope, path);
+    hold(method, path, res);
+  }
+  // With every scope: the upload reads, and each call of a model fails at the provider.
+  for (const [method, path, url, options] of calls.filter(([, p]) => ['/rag/upload', '/chat', '/studio/process', '/agent/run', '/rag/query'].includes(p))) {
+    const res = await app.inject({ method: method.toUpperCase() as InjectOptions['method'], url, ...options, headers: { ...bearer(full), ...options.headers } });
+    if (path === '/rag/upload') {
+      assert.equal(res.statusCode, 201, res.body);
+      continue;
+    }
+    assert.equal(res.json().code, 'ai_provider_error', `${path}: ${res.body}`);
+    assert.equal(res.json().provider_status, 500, path);
+    hold(method, path, res);
+  }
+  assert.deepEqual(found, []);
+  assert.deepEqual(Object.fromEntries(seen), { insufficient_scope: 16, ai_provider_error: 4 });
 });
 
 test('503 server_busy is declared, with Retry-After, on exactly the operations that take a turn with heavier ones', async (t) => {

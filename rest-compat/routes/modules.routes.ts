@@ -2,7 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { body, member, type RestRoute } from '../route';
 import { nullable, PROVIDER_TIMEOUT } from '../schemas';
 import { MODEL_NAME_MAX } from '../../src/domains/catalog';
-import { problemBody } from '../../src/host/problem';
+import { errorBody } from '../../src/host/problem';
+import { PROBLEM_DETAILS_SINCE } from '../../src/version';
 import { AppError, isAppError } from '../../src/errors/catalog';
 import { CHAT_MESSAGE_MAX, chatAgents, SESSION_ID_MAX, STUDIO_TEXT_MAX, type ChatReply } from '../../src/domains/ai';
 
@@ -80,12 +81,13 @@ async function chat(request: FastifyRequest, reply: FastifyReply) {
     // Before the first byte: answered whole, as without "stream".
     if (!started) throw error;
     if (abort.signal.aborted) {
-      if (stopping.aborted && !raw.destroyed) send('error', problemBody(new AppError('server_busy', 'The server is stopping; ask again'), request, request.server.config.docsUrl));
+      if (stopping.aborted && !raw.destroyed) send('error', errorBody(new AppError('server_busy', 'The server is stopping; ask again'), request, request.server.config.docsUrl).body);
       return;
     }
     const problem = isAppError(error) ? error : new AppError('internal_error', 'The reply failed');
     if (problem.code === 'internal_error') request.log.error({ err: error }, 'chat stream failed');
-    send('error', problemBody(problem, request, request.server.config.docsUrl));
+    // The body a refusal before the stream would have had: the legacy one for a client pinned before RFC 9457.
+    send('error', errorBody(problem, request, request.server.config.docsUrl).body);
   } finally {
     stopping.removeEventListener('abort', stop);
     if (started) raw.end();
@@ -159,7 +161,7 @@ export const moduleRoutes: RestRoute[] = [
       `A reply from a persona (agent: ${chatAgents.join(', ')}), with the session's history, trimmed to the model's context. ` +
       'web_search puts search results into the context and answers them as sources (503 web_search_not_configured without ' +
       'WEB_SEARCH_URL). With "stream": true the answer is Server-Sent Events: delta {text}, then done {tokens, credits_used, ' +
-      `session_id, model} or error (a problem document), and the stream closes. A stream is bounded by the provider's silence, not ` +
+      `session_id, model} or error (a problem document; {detail, code} for a client pinned before ${PROBLEM_DETAILS_SINCE}, as its error answers are), and the stream closes. A stream is bounded by the provider's silence, not ` +
       'its length: no answer started, or no next piece of it, within AI_TIMEOUT_SECONDS ends it with error ai_provider_timeout. ' +
       `Scope chat. ${COST} ${NO_PROVIDER} ${KEY}`,
     tag: 'AI modules',
@@ -173,7 +175,9 @@ export const moduleRoutes: RestRoute[] = [
       'application/json': chatResponse,
       'text/event-stream': {
         type: 'string',
-        description: 'With "stream": true: Server-Sent Events, delta {text} events, then done {tokens, credits_used, session_id, model} or error (a problem document)',
+        description:
+          'With "stream": true: Server-Sent Events, delta {text} events, then done {tokens, credits_used, session_id, model} or error ' +
+          `(a problem document, or a LegacyError for a client pinned before ${PROBLEM_DETAILS_SINCE})`,
       },
     },
     raw: chat,

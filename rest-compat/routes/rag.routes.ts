@@ -72,7 +72,7 @@ export const ragRoutes: RestRoute[] = [
     description:
       'multipart/form-data with one field, file: PDF, Word (.docx), Excel (.xlsx), plain text or CSV, up to UPLOAD_MAX_MB (50 MB). ' +
       'The type is decided by the content, not the name: an unsupported type, or content the name contradicts (a PNG called ' +
-      'report.pdf), is 415. Larger files are 413 and nothing is kept; zip-based files that would unpack past the limits ' +
+      'report.pdf, text called photo.png or old.doc; trailing dots and spaces of the name ignored, as Windows does), is 415. Larger files are 413 and nothing is kept; zip-based files that would unpack past the limits ' +
       '(decompression bombs) are 413 before they are opened. The text is extracted, cut into passages and indexed (SQLite ' +
       `FTS5); the file itself is not kept. Answers 201 with doc_id, filename, type, size, pages and chunk counts. Free. ${KEY}`,
     tag: 'AI modules: documents',
@@ -98,6 +98,7 @@ export const ragRoutes: RestRoute[] = [
     tag: 'AI modules: documents',
     credential: 'module_key',
     status: 200,
+    problems: { 403: 'insufficient_scope: the key lacks the rag scope' },
     field: 'documentList',
     answer: {
       body: (documents: unknown[]) => ({ documents }),
@@ -114,7 +115,7 @@ export const ragRoutes: RestRoute[] = [
     extension: true,
     credential: 'module_key',
     status: 204,
-    problems: { 404: 'You have no document with this id' },
+    problems: { 403: 'insufficient_scope: the key lacks the rag scope', 404: 'You have no document with this id' },
     field: 'deleteDocument',
     args: { docId: path('doc_id') },
   },

@@ -42,15 +42,21 @@ export function wantsLegacyErrors(request: FastifyRequest): boolean {
   return pinned !== undefined && pinned < PROBLEM_DETAILS_SINCE;
 }
 
-export function sendProblem(reply: FastifyReply, error: AppError, docsUrl: string): FastifyReply {
-  const request = reply.request;
-  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-  reply.code(error.status);
+/** The body of an error for this request: the legacy `{detail, code}` for a client pinned before RFC 9457, else the problem. */
+export function errorBody(error: AppError, request: FastifyRequest, docsUrl: string): { legacy: boolean; body: ProblemBody | { detail: unknown; code: string } } {
   if (wantsLegacyErrors(request)) {
     const detail = error.code === 'validation_error' ? error.extra.errors : error.message;
     // `code` is an added optional member (platform-api.md, Versioning 4): without it a pinned
     // client could not tell mfa_required from invalid_credentials at login.
-    return reply.type('application/json; charset=utf-8').send({ detail, code: error.code });
+    return { legacy: true, body: { detail, code: error.code } };
   }
-  return reply.type('application/problem+json; charset=utf-8').send(problemBody(error, request, docsUrl));
+  return { legacy: false, body: problemBody(error, request, docsUrl) };
+}
+
+export function sendProblem(reply: FastifyReply, error: AppError, docsUrl: string): FastifyReply {
+  const request = reply.request;
+  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+  reply.code(error.status);
+  const { legacy, body } = errorBody(error, request, docsUrl);
+  return reply.type(legacy ? 'application/json; charset=utf-8' : 'application/problem+json; charset=utf-8').send(body);
 }

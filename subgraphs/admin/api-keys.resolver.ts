@@ -5,6 +5,7 @@ import { checkPage } from '../../src/pagination';
 import { API_KEYS_PER_PAGE, parseScopes, type ApiKey, type ApiKeyAdminService, type IdentityApi, type IdentityService } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
 import { PageType, PAGE_BOUNDS } from '../page';
+import { displayNameRule } from '../../src/errors/display-name';
 
 
 @ObjectType('ApiKeyCreator', { description: 'The user who created an API key' })
@@ -53,7 +54,7 @@ export class CreatedApiKeyType {
 @InputType('ApiKeyCreateInput')
 export class ApiKeyCreateInput {
   @Rest({ minLength: 1, maxLength: 200 })
-  @Field({ description: '1 to 200 characters' })
+  @Field({ description: displayNameRule(200) })
   name!: string;
 }
 

@@ -4,6 +4,7 @@ import { Rest, RestArgs, UUID } from '../rest';
 import { moduleScopes } from '../../src/auth/principal';
 import { MAX_MODULE_KEYS_PER_USER, type IdentityApi, type ModuleKeyService } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
+import { displayNameRule } from '../../src/errors/display-name';
 
 @ObjectType('ModuleKey', { description: "One of the caller's AI-modules keys (sk_live_svc_…); the key itself is shown only once, at creation" })
 export class ModuleKeyType {
@@ -41,7 +42,7 @@ export class CreatedModuleKeyType {
 @InputType('ModuleKeyCreateInput')
 export class ModuleKeyCreateInput {
   @Rest({ minLength: 1, maxLength: 200 })
-  @Field({ description: '1 to 200 characters' })
+  @Field({ description: displayNameRule(200) })
   name!: string;
 
   @Rest({ minItems: 1, maxItems: moduleScopes.length, items: { enum: moduleScopes } })

@@ -23,8 +23,12 @@ type StreamEvent = ChatStreamEventType;
  * A chat reply as events for a subscription: the service runs once, its
  * deltas queue up, and the iterator ends after `done` or `error`. A client
  * that unsubscribes aborts the provider call (what it used is committed).
+ * The subscription starts once the service is past its checks and has held
+ * the credits (onStart), as POST /chat's stream does: a refusal before that
+ * (an unknown or blocked model, 402, no search configured) is thrown, so
+ * the client gets a GraphQL error with its code, not a data event.
  */
-function chatEvents(chat: ChatService, ctx: GraphQLContext, input: ChatInput): AsyncIterableIterator<StreamEvent> {
+async function chatEvents(chat: ChatService, ctx: GraphQLContext, input: ChatInput): Promise<AsyncIterableIterator<StreamEvent>> {
   const queue: StreamEvent[] = [];
   let wake: (() => void) | null = null;
   let finished = false;
@@ -33,22 +37,36 @@ function chatEvents(chat: ChatService, ctx: GraphQLContext, input: ChatInput): A
     queue.push(event);
     wake?.();
   };
-  chat
-    .chat(ctx.principal, input, ctx.meta, { onDelta: (text) => push({ type: 'delta', text }), signal: abort.signal })
+  let started = false;
+  let markStarted!: () => void;
+  const start = new Promise<void>((resolve) => (markStarted = resolve));
+  const reply = chat.chat(ctx.principal, input, ctx.meta, {
+    onStart: () => {
+      started = true;
+      markStarted();
+    },
+    onDelta: (text) => push({ type: 'delta', text }),
+    signal: abort.signal,
+  });
+  reply
     .then(
-      (reply) => push({ type: 'done', tokens: reply.tokens, creditsUsed: reply.creditsUsed, sessionId: reply.sessionId }),
-      (error: unknown) =>
+      (done) => push({ type: 'done', tokens: done.tokens, creditsUsed: done.creditsUsed, sessionId: done.sessionId, model: done.model }),
+      (error: unknown) => {
+        if (!started) return;
         push({
           type: 'error',
           code: isAppError(error) ? error.code : 'internal_error',
           detail: isAppError(error) ? error.message : 'The reply failed',
           sessionId: input.sessionId,
-        }),
+        });
+      },
     )
     .finally(() => {
       finished = true;
       wake?.();
     });
+  // Whichever comes first: the start, or the refusal, thrown as it is.
+  await Promise.race([start, reply.then(() => undefined)]);
   const iterator: AsyncIterableIterator<StreamEvent> = {
     async next() {
       while (!queue.length && !finished) await new Promise<void>((resolve) => (wake = resolve));
@@ -114,7 +132,9 @@ export class AiModulesResolver {
 
   @Access({ auth: 'modules' })
   @Subscription(() => ChatStreamEventType, {
-    description: `The same chat reply streamed: delta events, then done (tokens, credits) or error. ${COST}`,
+    description:
+      `The same chat reply streamed: delta events, then done (tokens, credits, model) or error. A refusal before the reply starts (an unknown or blocked model, ` +
+      `no credits, web search not configured) is a GraphQL error with its code, as POST /chat answers it before its stream. ${COST}`,
     subscribe: ({ args, context }) => {
       const ctx = context as GraphQLContext;
       return chatEvents(ctx.container.get(AiModulesResolver).chatService, ctx, (args as { input: ChatInput }).input);

@@ -113,6 +113,9 @@ export class ChatStreamEventType {
   @Field(() => String, { nullable: true })
   sessionId?: string | null;
 
+  @Field(() => String, { nullable: true, description: 'done: the catalog model that answered' })
+  model?: string | null;
+
   @Field(() => String, { nullable: true, description: 'error: the problem code' })
   code?: string | null;
 

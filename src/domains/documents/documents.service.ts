@@ -9,6 +9,7 @@ import { creditsFor, type AiApi } from '../ai';
 import type { CatalogService } from '../catalog';
 import { chunkSections, DOCUMENT_MIME, extractDocument, type DocumentKind, type ExtractLimits } from './extract';
 import { storedFileName } from '../../file-name';
+import { indexedText, queryTerms, shownText } from './cjk';
 
 export interface DocumentView {
   docId: string;
@@ -66,10 +67,11 @@ export const RAG_DOC_IDS_MAX = 100;
 const TOP_PASSAGES = 6;
 const MAX_QUERY_TERMS = 32;
 
-/** A query as FTS5 terms: its words, each quoted (so no query syntax gets through), any of them matching. */
+/** A query as FTS5 terms: its words and CJK character pairs (./cjk.ts), each quoted (so no query syntax gets through), any of them matching. */
 function matchExpression(query: string): string | null {
-  const words = [...new Set(query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((w) => w.length > 1).slice(0, MAX_QUERY_TERMS);
-  return words.length ? words.map((w) => `"${w}"`).join(' OR ') : null;
+  const { words, pairs } = queryTerms(query);
+  const terms = [...new Set([...words.filter((w) => w.length > 1), ...pairs])].slice(0, MAX_QUERY_TERMS);
+  return terms.length ? terms.map((w) => `"${w}"`).join(' OR ') : null;
 }
 
 /**
@@ -108,7 +110,7 @@ export class DocumentsService {
         now,
       );
       for (const chunk of chunks) {
-        sql.run('insert into document_chunks_fts (text, document_id, user_id, page, ordinal) values (?, ?, ?, ?, ?)', chunk.text, id, caller.userId, chunk.page, chunk.ordinal);
+        sql.run('insert into document_chunks_fts (text, document_id, user_id, page, ordinal) values (?, ?, ?, ?, ?)', indexedText(chunk.text), id, caller.userId, chunk.page, chunk.ordinal);
       }
     });
     return { docId: id, filename, type: extracted.kind, mime: extracted.mime, sizeBytes: file.bytes.length, pages: extracted.pages, chunks: chunks.length, createdAt: new Date(now) };
@@ -193,7 +195,7 @@ export class DocumentsService {
       ...(docIds ?? []),
     );
     // FTS5's bm25 is lower-is-better (negative); sources show higher-is-better.
-    return rows.map((r) => ({ docId: r.document_id, filename: r.filename, page: r.page, snippet: r.text, score: -r.score }));
+    return rows.map((r) => ({ docId: r.document_id, filename: r.filename, page: r.page, snippet: shownText(r.text), score: -r.score }));
   }
 }
 
@@ -201,13 +203,20 @@ const shortSnippet = (s: RagSource): RagSource => ({ ...s, snippet: s.snippet.le
 
 /** Without a model: the sentences of the best passages that share the most words with the question. */
 function extractiveAnswer(query: string, sources: RagSource[]): string {
-  const terms = new Set(query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+  const { words: queryWords, pairs } = queryTerms(query);
+  const terms = new Set(queryWords);
+  // CJK pairs as the text holds them, without the space of the phrase.
+  const grams = [...new Set(pairs)].map((p) => p.replace(' ', ''));
   const scored: { sentence: string; score: number; order: number }[] = [];
   sources.slice(0, 3).forEach((source, s) => {
-    for (const sentence of source.snippet.split(/(?<=[.!?])\s+|\n+/)) {
-      const words = sentence.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
-      const score = words.filter((w) => terms.has(w)).length;
-      if (score && sentence.trim().length > 10) scored.push({ sentence: sentence.trim(), score: score - s * 0.1, order: scored.length });
+    // CJK full stops are followed by no space.
+    for (const sentence of source.snippet.split(/(?<=[.!?])\s+|(?<=[。！？])|\n+/)) {
+      const lower = sentence.toLowerCase();
+      const words = lower.match(/[\p{L}\p{N}]+/gu) ?? [];
+      const shared = grams.filter((g) => lower.includes(g)).length;
+      const score = words.filter((w) => terms.has(w)).length + shared;
+      // A CJK sentence says in a few characters what takes ten in Latin letters.
+      if (score && sentence.trim().length > (shared ? 3 : 10)) scored.push({ sentence: sentence.trim(), score: score - s * 0.1, order: scored.length });
     }
   });
   const best = scored.sort((a, b) => b.score - a.score).slice(0, 3).sort((a, b) => a.order - b.order);

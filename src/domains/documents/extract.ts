@@ -56,6 +56,23 @@ export interface ExtractedDocument {
 }
 
 const EXTENSIONS: Record<string, DocumentKind> = { pdf: 'pdf', docx: 'docx', xlsx: 'xlsx', txt: 'txt', csv: 'csv', text: 'txt', md: 'txt' };
+/**
+ * Well-known binary types Atrium does not read: text under one of these
+ * names contradicts the name (a renamed file, or one dressed up to be
+ * opened by the wrong program), so it is refused as a PNG called .pdf is.
+ */
+const BINARY_EXTENSIONS = new Set(
+  [
+    'png jpg jpeg jpe jfif gif bmp tif tiff webp heic heif avif ico icns psd cr2 nef dng',
+    'mp3 wav flac aac ogg oga opus m4a wma aif aiff midi',
+    'mp4 m4v mov avi mkv webm wmv flv mpg mpeg 3gp ogv',
+    'zip gz tgz bz2 tbz2 xz txz zst 7z rar tar cab lzma iso dmg',
+    'exe dll msi scr dylib class jar war apk ipa deb rpm wasm pyc',
+    // Legacy Office and other documents Atrium does not read (.rtf and .dot, .pot are text formats too, so not here).
+    'doc xls xlt xlsb ppt pps pptx ppsx odt ods odp',
+    'sqlite sqlite3 mdb accdb pst ttf otf woff woff2 eot swf',
+  ].join(' ').split(' '),
+);
 const unsupported = (what: string) =>
   new AppError('unsupported_media_type', `${what}; accepted are PDF, Word (.docx), Excel (.xlsx), plain text and CSV`);
 const tooLarge = (detail: string) => new AppError('payload_too_large', detail);
@@ -340,7 +357,8 @@ function looksLikeCsv(text: string): boolean {
 
 /** The kind of an upload, decided by its bytes; the file name only tells CSV from plain text, and may not contradict the bytes. */
 export async function detectDocumentKind(bytes: Buffer, filename: string, limits: ExtractLimits = DEFAULT_EXTRACT_LIMITS): Promise<DocumentKind> {
-  const extension = /\.([A-Za-z0-9]+)$/.exec(filename)?.[1]?.toLowerCase();
+  // Windows drops trailing dots and spaces from a name, so "x.pdf. " opens as x.pdf: read the extension as it does.
+  const extension = /\.([A-Za-z0-9]+)[. ]*$/.exec(filename)?.[1]?.toLowerCase();
   const named = extension ? EXTENSIONS[extension] : undefined;
   let kind: DocumentKind;
   if (bytes.subarray(0, 5).toString('latin1') === '%PDF-') kind = 'pdf';
@@ -355,6 +373,7 @@ export async function detectDocumentKind(bytes: Buffer, filename: string, limits
       const type = await fileTypeFromBuffer(bytes);
       throw unsupported(type ? `The file is ${type.mime}` : 'The file is binary content of no accepted type');
     }
+    if (extension && BINARY_EXTENSIONS.has(extension)) throw unsupported(`The content is text but the file name says .${extension}`);
     kind = named === 'csv' || (named === undefined && looksLikeCsv(text)) ? 'csv' : 'txt';
   }
   const bothText = (named === 'txt' || named === 'csv') && (kind === 'txt' || kind === 'csv');

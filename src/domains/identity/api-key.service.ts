@@ -1,6 +1,6 @@
 import type { Orm } from '../../db/orm';
 import { AppError } from '../../errors/catalog';
-import { textLength } from '../../errors/text-length';
+import { displayName } from '../../errors/display-name';
 import { newCompanyApiKey, sha256Hex } from '../../auth/tokens';
 import type { Principal, RequestMeta } from '../../auth/principal';
 import type { AuditService } from '../audit';
@@ -24,10 +24,7 @@ export class ApiKeyService {
     principal?: Principal;
     meta?: RequestMeta;
   }): Promise<{ apiKey: ApiKey; plaintext: string }> {
-    const name = input.name.trim();
-    if (!name || textLength(name) > 200) {
-      throw AppError.validation([{ loc: ['body', 'name'], msg: 'must be 1 to 200 characters', type: 'string_length' }]);
-    }
+    const name = displayName(input.name, ['body', 'name']);
     const em = currentEm(this.orm);
     const company = await em.findOne(Company, { id: input.companyId });
     if (!company) throw new AppError('not_found', 'No such company');

@@ -1,7 +1,7 @@
 import type { Orm } from '../../db/orm';
 import { currentEm, transaction, whenCommitted } from '../../db/unit-of-work';
 import { AppError } from '../../errors/catalog';
-import { textLength } from '../../errors/text-length';
+import { displayName } from '../../errors/display-name';
 import { newModuleKey, sha256Hex } from '../../auth/tokens';
 import { requireUser } from '../../auth/policy';
 import { moduleScopes, type ModuleScope, type Principal, type RequestMeta } from '../../auth/principal';
@@ -49,10 +49,7 @@ export class ModuleKeyService {
 
   async create(principal: Principal, input: { name: string; scopes?: readonly string[] | null }, meta: RequestMeta): Promise<{ key: ModuleKeyView; plaintext: string }> {
     const caller = requireUser(principal);
-    const name = input.name.trim();
-    if (!name || textLength(name) > 200) {
-      throw AppError.validation([{ loc: ['body', 'name'], msg: 'must be 1 to 200 characters', type: 'string_length' }]);
-    }
+    const name = displayName(input.name, ['body', 'name']);
     const scopes = checkScopes(input.scopes);
     const plaintext = newModuleKey();
     return transaction(this.orm, async () => {
