@@ -687,7 +687,7 @@ test('statuses are GraphQL enums: adminUsers, invitations and their status filte
   const param = (path: string, name: string) => openapi.paths[path].get.parameters.find((p: { name: string }) => p.name === name).schema.enum;
   assert.deepEqual(param('/admin/users', 'status'), ['active', 'suspended']);
   assert.deepEqual(param('/admin/invitations', 'status'), ['pending', 'accepted', 'revoked', 'expired']);
-  // An optional body member also takes null, as over GraphQL (which the service refuses for a status).
+  // A status cannot be unset: the body offers no null for it (a patch leaves it out to keep it).
   const patchBody = openapi.components.schemas.UserPatchRequest;
-  assert.deepEqual(patchBody.properties.status.enum, ['active', 'suspended', null]);
+  assert.deepEqual(patchBody.properties.status.enum, ['active', 'suspended']);
 });

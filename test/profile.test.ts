@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { assertCode, bearer, build, createCompanyKey, login, seedOwner, sql } from './helper';
+import { call, cast } from './admin-helper';
+import { inContext } from '../src/boot';
 
 const getProfile = (app: FastifyInstance, token: string, prefix = '/v1') =>
   app.inject({ url: `${prefix}/me/profile`, headers: bearer(token) });
@@ -133,4 +135,27 @@ test('a company API key cannot update a profile: 403 forbidden', async (t) => {
   assertCode(await app.inject({ method: 'PATCH', url: '/v1/me/profile', payload: { name: 'Nobody' } }), 401, 'unauthenticated');
   const rows = await sql(app, "select id from audit_events where action = 'user.profile_updated'");
   assert.equal(rows.length, 0);
+});
+
+test('a name with a control or bidirectional formatting character is 422 wherever a user or company name is set, and nothing is written', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const spoof = 'Ann\u202Egnp.exe';
+  const hidden = (res: { statusCode: number; json(): unknown; body: string }) => {
+    assert.equal(res.statusCode, 422, res.body);
+    assert.deepEqual((res.json() as { errors: unknown[] }).errors, [
+      { loc: ['body', 'name'], msg: 'must not contain control characters or bidirectional formatting characters', type: 'string_hidden_character' },
+    ]);
+  };
+  hidden(await call(app, c.tokens.memberA, 'PATCH', '/v1/me/profile', { name: spoof }));
+  hidden(await call(app, c.tokens.ownerA, 'PATCH', `/v1/admin/users/${c.memberA.userId}`, { name: 'line\u0007bell' }));
+  hidden(await call(app, c.tokens.superadmin, 'PATCH', `/v1/admin/companies/${c.a.companyId}`, { name: 'Acme\u2066' }));
+  const [member] = await sql<{ name: string | null }>(app, 'select name from users where id = ?', [c.memberA.userId]);
+  assert.ok(!(member!.name ?? '').includes('bell'), 'the name stays as it was');
+  await assert.rejects(
+    inContext(app.kernel.orm, () => app.domains.identity.accounts.createCompanyWithOwner({ email: 'bidi@example.com', password: 'a-long-enough-password', company: 'Evil\u202Eroc' })),
+    (error: { code?: string }) => error.code === 'validation_error',
+  );
+  // A name without them is taken as before.
+  assert.equal((await call(app, c.tokens.memberA, 'PATCH', '/v1/me/profile', { name: 'Ann Smith' })).statusCode, 200);
 });

@@ -155,7 +155,7 @@ export class AdminForceLogoutType {
 @InputType('AdminUserPatchInput', { description: 'Fields to change; omitted fields stay as they are' })
 export class AdminUserPatchInput {
   @Rest({ maxLength: 400 })
-  @Field(() => String, { nullable: true, description: '1 to 200 characters once trimmed; null clears it' })
+  @Field(() => String, { nullable: true, description: '1 to 200 characters once trimmed, without control or bidirectional formatting characters; null clears it' })
   name?: string | null;
 
   @Rest({ enum: roles, description: 'owner, admin or member (only an owner grants owner)', notNull: true })

@@ -29,7 +29,7 @@ export const AdminCompanyPageType = PageType(AdminCompanyType, 'AdminCompanyPage
 @InputType('CompanyPatchInput', { description: 'Fields to change; omitted or null fields stay as they are' })
 export class CompanyPatchInput {
   @Rest({ minLength: 1, maxLength: 200 })
-  @Field(() => String, { nullable: true, description: '1 to 200 characters' })
+  @Field(() => String, { nullable: true, description: '1 to 200 characters, without control or bidirectional formatting characters' })
   name?: string | null;
 
   @Rest({ minLength: 1, maxLength: 64 })

@@ -16,7 +16,7 @@ export class AcceptInvitationInput {
   password!: string;
 
   @Rest({ maxLength: 200 })
-  @Field(() => String, { nullable: true, description: 'Display name, 1 to 200 characters' })
+  @Field(() => String, { nullable: true, description: 'Display name, 1 to 200 characters, without control or bidirectional formatting characters' })
   name?: string | null;
 }
 

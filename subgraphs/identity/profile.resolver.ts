@@ -8,7 +8,7 @@ import { UserType } from './types';
 export class UpdateProfileInput {
   @Field(() => String, {
     nullable: true,
-    description: 'Display name, 1 to 200 characters once trimmed; null clears it; omitted leaves it unchanged',
+    description: 'Display name, 1 to 200 characters once trimmed, without control or bidirectional formatting characters; null clears it; omitted leaves it unchanged',
   })
   name?: string | null;
 }

@@ -4,6 +4,7 @@ import type { Orm } from '../../db/orm';
 import { searchKey } from '../../search-key';
 import { currentEm } from '../../db/unit-of-work';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { hiddenCharacterIssue } from '../../errors/display-name';
 import { textLength } from '../../errors/text-length';
 import { isSuperadmin, requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
@@ -123,6 +124,9 @@ export class CompanyAdminService {
     const name = patch.name == null ? undefined : patch.name.trim();
     if (name !== undefined && (!name || textLength(name) > 200)) {
       issues.push({ loc: ['body', 'name'], msg: 'must be 1 to 200 characters', type: 'string_length' });
+    } else if (name !== undefined) {
+      const hidden = hiddenCharacterIssue(name, ['body', 'name']);
+      if (hidden) issues.push(hidden);
     }
     if (patch.planId != null && !isSuperadmin(principal)) {
       throw new AppError('forbidden', 'Only a platform superadmin may change the plan here; use the billing plan change');

@@ -2,6 +2,7 @@ import type { Orm } from '../../db/orm';
 import { searchKey } from '../../search-key';
 import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { hiddenCharacterIssue } from '../../errors/display-name';
 import { textLength } from '../../errors/text-length';
 import { hashPassword } from '../../auth/password';
 import type { Principal } from '../../auth/principal';
@@ -121,6 +122,8 @@ export class IdentityService {
       issues.push({ loc: ['password'], msg: `must be at least ${MIN_PASSWORD_LENGTH} characters`, type: 'string_too_short' });
     }
     if (!input.company.trim()) issues.push({ loc: ['company'], msg: 'must not be empty', type: 'string_too_short' });
+    const hidden = hiddenCharacterIssue(input.company.trim(), ['company']);
+    if (hidden) issues.push(hidden);
     if (issues.length) throw AppError.validation(issues);
 
     if (await currentEm(this.orm).count(User, { email })) throw new AppError('conflict', 'A user with this email already exists');

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/better-sqlite';
 import type { Orm } from '../../db/orm';
 import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { hiddenCharacterIssue } from '../../errors/display-name';
 import { textLength } from '../../errors/text-length';
 import { hashPassword } from '../../auth/password';
 import { requireCompanyAdmin } from '../../auth/policy';
@@ -246,6 +247,9 @@ export class InvitationService {
     const name = input.name == null ? null : input.name.trim();
     if (name !== null && (!name || textLength(name) > MAX_NAME_LENGTH)) {
       issues.push({ loc: ['body', 'name'], msg: `must be 1 to ${MAX_NAME_LENGTH} characters`, type: 'string_length' });
+    } else if (name !== null) {
+      const hidden = hiddenCharacterIssue(name, ['body', 'name']);
+      if (hidden) issues.push(hidden);
     }
     if (issues.length) throw AppError.validation(issues);
 

@@ -1,6 +1,7 @@
 import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { hiddenCharacterIssue } from '../../errors/display-name';
 import { textLength } from '../../errors/text-length';
 import { requireUser } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
@@ -56,6 +57,8 @@ function normalizeName(name: string | null | undefined): string | null | undefin
   if (length > MAX_NAME_LENGTH) {
     issues.push({ loc: ['body', 'name'], msg: `must be at most ${MAX_NAME_LENGTH} characters`, type: 'string_too_long' });
   }
+  const hidden = hiddenCharacterIssue(trimmed, ['body', 'name']);
+  if (hidden) issues.push(hidden);
   if (issues.length) throw AppError.validation(issues);
   return trimmed;
 }

@@ -6,6 +6,7 @@ import type { Orm } from '../../db/orm';
 import { searchKey } from '../../search-key';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { hiddenCharacterIssue } from '../../errors/display-name';
 import { textLength } from '../../errors/text-length';
 import { requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
@@ -217,6 +218,9 @@ export class UserAdminService {
       name = patch.name === null ? null : patch.name.trim();
       if (name !== null && (!name || textLength(name) > MAX_NAME_LENGTH)) {
         issues.push({ loc: ['body', 'name'], msg: `must be 1 to ${MAX_NAME_LENGTH} characters once trimmed, or null`, type: 'string_length' });
+      } else if (name !== null) {
+        const hidden = hiddenCharacterIssue(name, ['body', 'name']);
+        if (hidden) issues.push(hidden);
       }
     }
     if (patch.role !== undefined && !(roles as readonly string[]).includes(patch.role)) {
