@@ -409,6 +409,7 @@ export class WebhookService {
       return { companyId, outcome: 'ignored' };
     }
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
+    const wasLive = isLive(sub);
     const { price, quantity, unitAmount, currency } = subscriptionPrice(object);
     const period = subscriptionPeriod(object);
     if (unitAmount !== null && currency) Object.assign(sub, { unitAmount, priceCurrency: currency });
@@ -429,6 +430,9 @@ export class WebhookService {
     }
     // Only a subscription that is paid for (or trialing) gives its plan; an incomplete one waits for its payment.
     if (isLive(sub)) await this.accounts.setPlan(companyId, planId);
+    // One that stops being live (unpaid, paused, incomplete_expired, canceled) is not paid for: back on the default
+    // plan, as a deletion does, or the monthly job would give the paid plan's credits to a company that is not paying.
+    else if (wasLive) await this.accounts.setPlan(companyId, DEFAULT_PLAN);
     return { companyId, outcome: 'applied' };
   }
 
