@@ -13,6 +13,7 @@ import { calendarPeriod } from '../src/domains/billing';
 /** The lifecycle of a subscription and a top-up through the webhook, and the reports that read them. */
 
 const WEBHOOK_SECRET = 'whsec_test_atrium';
+const day = 86400;
 let events = 0;
 
 async function stripeApp(t: TestContext, prices = 'starter:price_starter,professional:price_pro') {
@@ -40,6 +41,10 @@ async function delivered(app: FastifyInstance, body: ReturnType<typeof event>) {
   return body.id;
 }
 
+const outcomeOf = async (app: FastifyInstance, id: string) => (await sql<{ outcome: string }>(app, 'select outcome from processor_events where id = ?', [id]))[0];
+
+const mails = async (app: FastifyInstance, template: string) => (await sql(app, 'select 1 from mail_outbox where template = ?', [template])).length;
+
 const subscriptionCheckout = (companyId: string, subscription = 'sub_1', customer = 'cus_1') => ({
   id: `cs_sub_${subscription}`,
   object: 'checkout.session',
@@ -61,6 +66,23 @@ function subscription(status: string, over: Record<string, unknown> = {}, item: 
     metadata: {},
     items: { object: 'list', data: [{ id: 'si_1', price: { id: 'price_pro', unit_amount: 4900, currency: 'usd' }, quantity: 1, ...item }] },
     ...over,
+  };
+}
+
+function invoice(id: string, subscriptionId: string | null, reason: string, start: number, status = 'paid') {
+  return {
+    id,
+    object: 'invoice',
+    customer: 'cus_1',
+    number: `INV-${id}`,
+    status,
+    billing_reason: reason,
+    amount_due: 4900,
+    amount_paid: status === 'paid' ? 4900 : 0,
+    currency: 'usd',
+    created: start,
+    ...(subscriptionId ? { parent: { type: 'subscription_details', subscription_details: { subscription: subscriptionId, metadata: {} } } } : {}),
+    lines: { object: 'list', data: [{ id: `il_${id}`, period: { start, end: start + 30 * day }, pricing: { price_details: { price: 'price_pro' } } }] },
   };
 }
 
@@ -105,4 +127,37 @@ test('a subscription live again after unpaid or paused takes the plan of its pri
     const summary = await summaryOf(app, c.tokens.ownerA);
     assert.deepEqual([summary.plan.id, summary.status], ['professional', 'active'], stripeStatus);
   }
+});
+
+// --- defect 2 ---
+
+test('a deleted subscription stays cancelled: a late paid invoice or a later update of it is ignored and moves neither status, plan nor period', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const base = Math.floor(+calendarPeriod(new Date()).periodStart / 1000);
+  await delivered(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), base + 60));
+  await delivered(app, event('invoice.payment_succeeded', invoice('in_1', 'sub_1', 'subscription_create', base + 60), base + 65));
+  await delivered(app, event('invoice.payment_failed', invoice('in_2', 'sub_1', 'subscription_cycle', base + 60 + 30 * day, 'open'), base + 100));
+  await delivered(app, event('customer.subscription.deleted', subscription('canceled'), base + 110));
+  const cancelled = await summaryOf(app, c.tokens.ownerA);
+  assert.deepEqual([cancelled.status, cancelled.plan.id], ['cancelled', 'starter']);
+  const balance = app.domains.billing.ledger.balance(c.a.companyId);
+
+  const latePayment = await delivered(app, event('invoice.payment_succeeded', invoice('in_2', 'sub_1', 'subscription_cycle', base + 60 + 30 * day), base + 120));
+  assert.equal((await outcomeOf(app, latePayment))!.outcome, 'ignored');
+  const update = await delivered(app, event('customer.subscription.updated', subscription('active'), base + 130));
+  assert.equal((await outcomeOf(app, update))!.outcome, 'ignored');
+  const after = await summaryOf(app, c.tokens.ownerA);
+  assert.deepEqual(
+    [after.status, after.plan.id, after.period_start, after.period_end],
+    ['cancelled', 'starter', cancelled.period_start, cancelled.period_end],
+  );
+  assert.deepEqual(app.domains.billing.ledger.balance(c.a.companyId), balance, 'no allocation for the late invoice');
+  assert.equal(await mails(app, 'subscription_renewed'), 0);
+  // The invoice itself is mirrored as Stripe reports it.
+  const invoices = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/invoices')).json();
+  assert.equal(invoices.items.find((i: { id: string }) => i.id === 'in_2').status, 'paid');
+  // Not live: the calendar month's job gives it the starter plan's credits.
+  await allocateMonth(app, nextMonth());
+  assert.equal(app.domains.billing.ledger.balance(c.a.companyId).monthly, 2000);
+  await assertLedgerAddsUp(app);
 });

@@ -107,6 +107,9 @@ function another(sub: Subscription, subscriptionId: string | null): boolean {
 /** Another subscription than the company's live one: it must not change the company's plan, status or period. */
 const otherThanLive = (sub: Subscription, subscriptionId: string | null) => another(sub, subscriptionId) && isLive(sub);
 
+/** The subscription on record was cancelled: Stripe never revives one, so no later event of it (a late payment, an update) may. */
+const ended = (sub: Subscription, subscriptionId: string | null) => sub.status === 'cancelled' && subscriptionId !== null && sub.subscriptionId === subscriptionId;
+
 /** A top-up's credit count as Atrium writes it in metadata: a plain decimal integer, nothing Number() would also read ("1e3", " 5", "0x10"). */
 const CREDITS_TEXT = /^[1-9][0-9]{0,9}$/;
 
@@ -326,7 +329,7 @@ export class WebhookService {
     if (session.payment_status === 'unpaid') {
       // A delayed payment method: no plan and no credits before the money (async_payment_succeeded or the first paid invoice).
       const sub = await this.subscriptionRow(companyId, customerId);
-      if (isStale(sub, created) || isLive(sub)) return { companyId, outcome: 'ignored' };
+      if (isStale(sub, created) || isLive(sub) || ended(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
       Object.assign(sub, { subscriptionId, status: 'incomplete', lastEventAt: created });
       return { companyId, outcome: 'applied' };
     }
@@ -336,6 +339,7 @@ export class WebhookService {
     const start = period.start ?? created;
     const end = period.end ?? addMonth(start);
     const sub = await this.subscriptionRow(companyId, customerId);
+    if (ended(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     Object.assign(sub, { subscriptionId, planId, status: expanded ? statusOf(expanded.status) : 'active', periodStart: start, periodEnd: end, lastEventAt: created });
     await this.accounts.setPlan(companyId, planId);
@@ -360,7 +364,7 @@ export class WebhookService {
     if (!first && invoice.billing_reason !== 'subscription_cycle') return { companyId, outcome: 'applied' };
     const period = invoicePeriod(invoice);
     const sub = await this.subscriptionRow(companyId, customerId);
-    if (otherThanLive(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
+    if (otherThanLive(sub, subscriptionId) || ended(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     // A late payment of an older invoice (its period ended before the one on record) is mirrored, and that is all:
     // the period never moves backwards, and the ledger would not allocate an older period anyway.
@@ -391,7 +395,7 @@ export class WebhookService {
     const customerId = idOf(invoice.customer);
     if (!customerId) return { companyId, outcome: 'applied' };
     const sub = await this.subscriptionRow(companyId, customerId);
-    if (another(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
+    if (another(sub, subscriptionId) || ended(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     Object.assign(sub, { status: 'past_due', lastEventAt: created });
     await this.mail(companyId, 'payment_failed', sub, null);
@@ -408,6 +412,7 @@ export class WebhookService {
     if (another(sub, String(object.id)) && (isLive(sub) || !LIVE_STATUSES.includes(status))) {
       return { companyId, outcome: 'ignored' };
     }
+    if (ended(sub, String(object.id))) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     const wasLive = isLive(sub);
     const { price, quantity, unitAmount, currency } = subscriptionPrice(object);
@@ -442,7 +447,8 @@ export class WebhookService {
     if (!companyId || !customerId) return { companyId, outcome: 'unmatched' };
     const sub = await this.subscriptionRow(companyId, customerId);
     // The end of another subscription (a duplicate, an old one) leaves the company's own as it is.
-    if (another(sub, String(object.id))) return { companyId, outcome: 'ignored' };
+    // A repeat of its end (another event id) mails no one twice.
+    if (another(sub, String(object.id)) || ended(sub, String(object.id))) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     Object.assign(sub, { status: 'cancelled', cancelAtPeriodEnd: false, lastEventAt: created });
     await this.mail(companyId, 'subscription_cancelled', sub, null);
