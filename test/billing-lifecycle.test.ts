@@ -161,3 +161,25 @@ test('a deleted subscription stays cancelled: a late paid invoice or a later upd
   assert.equal(app.domains.billing.ledger.balance(c.a.companyId).monthly, 2000);
   await assertLedgerAddsUp(app);
 });
+
+// --- defect 3 ---
+
+test('customer.subscription.trial_will_end of another subscription is ignored, an older one is stale; neither changes the trial end nor mails', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const now = Math.floor(Date.now() / 1000);
+  await delivered(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId, 'sub_main', 'cus_a'), now - 100));
+  const addon = event('customer.subscription.trial_will_end', { ...subscription('trialing'), id: 'sub_addon', customer: 'cus_a', trial_end: now + 3 * day }, now - 50);
+  await delivered(app, addon);
+  assert.equal((await outcomeOf(app, addon.id))!.outcome, 'ignored');
+  await delivered(app, event('customer.subscription.updated', { ...subscription('trialing'), id: 'sub_main', customer: 'cus_a', trial_end: now + 5 * day }, now - 40));
+  const old = event('customer.subscription.trial_will_end', { ...subscription('trialing'), id: 'sub_main', customer: 'cus_a', trial_end: now + 2 * day }, now - 60);
+  await delivered(app, old);
+  assert.equal((await outcomeOf(app, old.id))!.outcome, 'stale');
+  assert.equal(Date.parse((await summaryOf(app, c.tokens.ownerA)).trial_end), (now + 5 * day) * 1000);
+  assert.equal(await mails(app, 'trial_ending_in_2d'), 0);
+  // The company's own, newer: applied, one mail.
+  const own = event('customer.subscription.trial_will_end', { ...subscription('trialing'), id: 'sub_main', customer: 'cus_a', trial_end: now + 5 * day }, now - 30);
+  await delivered(app, own);
+  assert.equal((await outcomeOf(app, own.id))!.outcome, 'applied');
+  assert.equal(await mails(app, 'trial_ending_in_2d'), 1);
+});

@@ -242,7 +242,7 @@ export class WebhookService {
       case 'customer.subscription.deleted':
         return this.subscriptionDeleted(object, created);
       case 'customer.subscription.trial_will_end':
-        return this.trialEnding(object);
+        return this.trialEnding(object, created);
       case 'payment_intent.succeeded':
         return this.paymentSucceeded(object);
       default:
@@ -468,12 +468,16 @@ export class WebhookService {
     return { companyId, outcome: 'applied' };
   }
 
-  private async trialEnding(object: Obj): Promise<Applied> {
+  private async trialEnding(object: Obj, created: Date): Promise<Applied> {
     const companyId = await this.companyOf(object);
     const customerId = idOf(object.customer);
     if (!companyId || !customerId) return { companyId, outcome: 'unmatched' };
     const sub = await this.subscriptionRow(companyId, customerId);
+    // The same checks as the other subscription events: another subscription's trial is not the company's.
+    if (another(sub, String(object.id)) || ended(sub, String(object.id))) return { companyId, outcome: 'ignored' };
+    if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     sub.trialEnd = time(object.trial_end) ?? sub.trialEnd;
+    sub.lastEventAt = created;
     await this.mail(companyId, 'trial_ending_in_2d', sub, null);
     return { companyId, outcome: 'applied' };
   }
