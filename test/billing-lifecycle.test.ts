@@ -183,3 +183,26 @@ test('customer.subscription.trial_will_end of another subscription is ignored, a
   assert.equal((await outcomeOf(app, own.id))!.outcome, 'applied');
   assert.equal(await mails(app, 'trial_ending_in_2d'), 1);
 });
+
+// --- defect 4 ---
+
+test('an invoice without a subscription (manual, or none named) is mirrored and never changes the subscription status, nor mails payment_failed', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const now = Math.floor(Date.now() / 1000);
+  await delivered(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), now - 100));
+  const noSubscription = await delivered(app, event('invoice.payment_failed', invoice('in_manual', null, 'manual', now - 90, 'open'), now - 90));
+  assert.equal((await outcomeOf(app, noSubscription))!.outcome, 'applied');
+  // Manual, though it names the subscription (Stripe fills it in for an invoice of its customer).
+  await delivered(app, event('invoice.payment_failed', invoice('in_manual2', 'sub_1', 'manual', now - 80, 'open'), now - 80));
+  assert.equal((await summaryOf(app, c.tokens.ownerA)).status, 'active');
+  assert.equal(await mails(app, 'payment_failed'), 0);
+  const invoices = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/invoices')).json();
+  assert.deepEqual(invoices.items.map((i: { id: string; status: string }) => [i.id, i.status]).sort(), [['in_manual', 'open'], ['in_manual2', 'open']]);
+
+  // A failed renewal makes it past due; paying a manual invoice afterwards does not clear that.
+  await delivered(app, event('invoice.payment_failed', invoice('in_cycle', 'sub_1', 'subscription_cycle', now - 70, 'open'), now - 70));
+  assert.equal((await summaryOf(app, c.tokens.ownerA)).status, 'past_due');
+  await delivered(app, event('invoice.payment_succeeded', invoice('in_manual', null, 'manual', now - 60), now - 60));
+  assert.equal((await summaryOf(app, c.tokens.ownerA)).status, 'past_due');
+  assert.equal(await mails(app, 'payment_failed'), 1);
+});

@@ -393,7 +393,9 @@ export class WebhookService {
     if (!companyId) return { companyId, outcome: 'unmatched' };
     await this.mirror(companyId, invoice, created);
     const customerId = idOf(invoice.customer);
-    if (!customerId) return { companyId, outcome: 'applied' };
+    // A one-off invoice (manual, or of no subscription) is mirrored and that is all: its failure says nothing of the
+    // subscription, and the payment_failed mail would tell the owners their subscription is past due.
+    if (!customerId || !subscriptionId || invoice.billing_reason === 'manual') return { companyId, outcome: 'applied' };
     const sub = await this.subscriptionRow(companyId, customerId);
     if (another(sub, subscriptionId) || ended(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
