@@ -9,6 +9,7 @@ import { assertLedgerAddsUp } from './ledger-helper';
 import { startFakeStripe } from './fake-stripe';
 import { loadPaymentsConfig } from '../src/domains/payments';
 import { calendarPeriod } from '../src/domains/billing';
+import { UUID_PATTERN } from '../src/ids';
 
 /** The lifecycle of a subscription and a top-up through the webhook, and the reports that read them. */
 
@@ -205,4 +206,56 @@ test('an invoice without a subscription (manual, or none named) is mirrored and 
   await delivered(app, event('invoice.payment_succeeded', invoice('in_manual', null, 'manual', now - 60), now - 60));
   assert.equal((await summaryOf(app, c.tokens.ownerA)).status, 'past_due');
   assert.equal(await mails(app, 'payment_failed'), 1);
+});
+
+// --- defect 5 ---
+
+test('a top-up Atrium opened is credited once whichever of its two events comes first, with or without a payment_intent on the session', async (t) => {
+  for (const withIntent of [true, false]) {
+    for (const order of [['checkout', 'intent'], ['intent', 'checkout']] as const) {
+      const label = `${withIntent ? 'with' : 'without'} payment_intent, ${order.join(' then ')}`;
+      const { app, fake, c } = await stripeApp(t);
+      const opened = await call(app, c.tokens.ownerA, 'POST', '/v1/billing/topup', { credits: 500 });
+      assert.equal(opened.statusCode, 200, opened.body);
+      const created = fake.requests.find((r) => r.path === '/v1/checkout/sessions')!.body as {
+        metadata: Record<string, string>;
+        payment_intent_data: { metadata: Record<string, string> };
+      };
+      const topupId = created.metadata.topup_id!;
+      assert.match(topupId, UUID_PATTERN);
+      assert.equal(created.payment_intent_data.metadata.topup_id, topupId);
+      const metadata = { kind: 'topup', company_id: c.a.companyId, credits: '500', topup_id: topupId };
+      const checkout = event('checkout.session.completed', {
+        id: opened.json().session_id,
+        object: 'checkout.session',
+        mode: 'payment',
+        client_reference_id: c.a.companyId,
+        payment_intent: withIntent ? 'pi_real' : null,
+        payment_status: 'paid',
+        amount_total: 500,
+        currency: 'usd',
+        metadata,
+      });
+      const intent = event('payment_intent.succeeded', { id: 'pi_real', object: 'payment_intent', status: 'succeeded', amount_received: 500, currency: 'usd', metadata });
+      for (const which of order) await delivered(app, which === 'checkout' ? checkout : intent);
+      assert.equal(app.domains.billing.ledger.balance(c.a.companyId).purchased, 500, label);
+      assert.equal((await sql(app, "select 1 from credit_entries where kind = 'topup'")).length, 1, label);
+      await assertLedgerAddsUp(app);
+    }
+  }
+});
+
+test('a top-up session opened before top-up ids (no topup_id in its metadata) keeps the payment intent as its key', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const metadata = { kind: 'topup', company_id: c.a.companyId, credits: '500' };
+  await delivered(app, event('payment_intent.succeeded', { id: 'pi_old', object: 'payment_intent', amount_received: 500, currency: 'usd', metadata }));
+  await delivered(
+    app,
+    event('checkout.session.completed', {
+      id: 'cs_old', object: 'checkout.session', mode: 'payment', client_reference_id: c.a.companyId, payment_intent: 'pi_old',
+      payment_status: 'paid', amount_total: 500, currency: 'usd', metadata,
+    }),
+  );
+  const keys = await sql<{ idempotency_key: string }>(app, "select idempotency_key from credit_entries where kind = 'topup'");
+  assert.deepEqual(keys.map((k) => k.idempotency_key), ['topup:pi_old']);
 });

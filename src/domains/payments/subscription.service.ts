@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type Stripe from 'stripe';
 import type { Orm } from '../../db/orm';
@@ -300,7 +301,11 @@ export class SubscriptionService {
     }
     const currency = this.ledger.currency;
     const amount = minorFromMicros(input.credits * parseMoney(this.config.topupPricePerCredit, ['TOPUP_PRICE_PER_CREDIT']), currency);
-    const metadata = { kind: 'topup', company_id: caller.companyId, credits: String(input.credits) };
+    // The top-up's own id, in both the session's and its payment intent's metadata: the one ledger key of its credits,
+    // whichever event comes first and whatever it carries (a session may complete without a payment_intent).
+    // Derived from the Idempotency-Key when there is one, so a retry sends Stripe the same parameters.
+    const topupId = key ? uuidFromHash(sha256Hex(`topup:${caller.companyId}:${key}`)) : randomUUID();
+    const metadata = { kind: 'topup', company_id: caller.companyId, credits: String(input.credits), topup_id: topupId };
     const session = await this.call(() =>
       stripe.checkout.sessions.create(
         {
@@ -559,6 +564,11 @@ function countBy(keys: string[]): { key: string; count: number }[] {
 /** An upgrade gives more monthly credits (any plan from none is one): its credits arrive at once. */
 function isUpgrade(previous: { monthlyCredits: number } | null | undefined, target: { monthlyCredits: number }): boolean {
   return !previous || target.monthlyCredits > previous.monthlyCredits;
+}
+
+/** A UUID made of a SHA-256 hex digest: the same digest gives the same id. */
+function uuidFromHash(hex: string): string {
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
 /** The client's Idempotency-Key, or null without the header; one the header gave unreadable ('') is 422. */

@@ -292,8 +292,11 @@ export class WebhookService {
   }
 
   /**
-   * The credits of a paid top-up: once per payment intent, whichever of its
-   * two events comes first. The count in metadata must be a plain integer
+   * The credits of a paid top-up: once per top-up, whichever of its two
+   * events comes first. The key is the top-up id Atrium put in both events'
+   * metadata; a session opened before there were such ids keeps the key it
+   * had, its payment intent (else its session id), so a replay of its events
+   * never credits twice. The count in metadata must be a plain integer
    * within the top-up bounds, match the checkout Atrium opened when it is
    * known, and have been paid for: the amount and currency received are
    * what that many credits cost at TOPUP_PRICE_PER_CREDIT (the checkout's own
@@ -301,6 +304,8 @@ export class WebhookService {
    */
   private async creditTopup(companyId: string, metadata: Obj, paymentIntent: string, paid: { amount: unknown; currency: unknown }, opened: TopupSession | null): Promise<void> {
     const unusable = (why: string) => new Unusable(`top-up ${paymentIntent}: ${why}; nothing credited`, companyId);
+    const topupId = metadata.topup_id;
+    if (topupId !== undefined && (typeof topupId !== 'string' || !UUID_PATTERN.test(topupId))) throw unusable('metadata.topup_id is not an id Atrium writes');
     const text = metadata.credits;
     const { topupMinCredits: min, topupMaxCredits: max } = this.payments;
     if (typeof text !== 'string' || !CREDITS_TEXT.test(text)) throw unusable('metadata.credits is not a decimal integer');
@@ -313,7 +318,7 @@ export class WebhookService {
       throw unusable(`paid ${String(paid.amount)} ${String(paid.currency)}, ${credits} credits cost ${expected} ${currency}`);
     }
     try {
-      await this.ledger.topUp({ companyId, credits, key: paymentIntent });
+      await this.ledger.topUp({ companyId, credits, key: typeof topupId === 'string' ? `id:${topupId}` : paymentIntent });
     } catch (error) {
       // The balance's maximum (MAX_BALANCE): the same event would be refused on every retry.
       if (error instanceof AppError && error.code === 'validation_error') throw unusable(error.message);
