@@ -4,7 +4,7 @@ import Stripe from 'stripe';
 import type { FastifyInstance } from 'fastify';
 import { build } from './helper';
 import { inContext } from '../src/boot';
-import { call, cast, sql } from './admin-helper';
+import { call, cast, gql, sql } from './admin-helper';
 import { assertLedgerAddsUp } from './ledger-helper';
 import { startFakeStripe } from './fake-stripe';
 import { loadPaymentsConfig } from '../src/domains/payments';
@@ -258,4 +258,50 @@ test('a top-up session opened before top-up ids (no topup_id in its metadata) ke
   );
   const keys = await sql<{ idempotency_key: string }>(app, "select idempotency_key from credit_entries where kind = 'topup'");
   assert.deepEqual(keys.map((k) => k.idempotency_key), ['topup:pi_old']);
+});
+
+// --- defect 6 ---
+
+test('seats from customer.subscription.updated are integers from 0 to 1,000,000; anything else is ignored with its reason, answered 200, and changes nothing', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const now = Math.floor(Date.now() / 1000);
+  await delivered(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), now - 100));
+  await delivered(app, event('customer.subscription.updated', subscription('active', {}, { quantity: 3 }), now - 90));
+  const mrr = async () => {
+    const res = await call(app, c.tokens.superadmin, 'GET', '/v1/admin/billing/overview');
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json().mrr;
+  };
+  const seats = async () => {
+    const customers = await call(app, c.tokens.superadmin, 'GET', '/v1/admin/billing/customers');
+    assert.equal(customers.statusCode, 200, customers.body);
+    const row = customers.json().items.find((x: { company_id: string }) => x.company_id === c.a.companyId);
+    const summary = await summaryOf(app, c.tokens.ownerA);
+    assert.equal(row.seats, summary.seats);
+    return summary.seats;
+  };
+  assert.deepEqual([await seats(), await mrr()], [3, '147.00']);
+  let at = now - 80;
+  for (const quantity of [-3, 2.5, 1e10, 1_000_001, '5', true, Number.MAX_SAFE_INTEGER + 2]) {
+    const id = await delivered(app, event('customer.subscription.updated', subscription('active', { cancel_at_period_end: true }, { quantity }), at++));
+    assert.equal((await outcomeOf(app, id))!.outcome, 'ignored', String(quantity));
+    const [recorded] = await sql<{ reason: string | null }>(app, 'select reason from processor_events where id = ?', [id]);
+    assert.match(String(recorded!.reason), /quantity/, String(quantity));
+    assert.deepEqual([await seats(), await mrr()], [3, '147.00'], String(quantity));
+    assert.equal((await summaryOf(app, c.tokens.ownerA)).cancel_at_period_end, false, 'the ignored event changed nothing else either');
+  }
+  await delivered(app, event('customer.subscription.updated', subscription('active', {}, { quantity: 0 }), at++));
+  assert.deepEqual([await seats(), await mrr()], [0, '0.00']);
+  await delivered(app, event('customer.subscription.updated', subscription('active', {}, { quantity: 1_000_000 }), at++));
+  assert.deepEqual([await seats(), await mrr()], [1_000_000, '49000000.00']);
+  // A price that times the seats is past the largest amount the API shows is ignored as well.
+  const huge = await delivered(
+    app,
+    event('customer.subscription.updated', subscription('active', {}, { quantity: 1_000_000, price: { id: 'price_pro', unit_amount: 99_999_999_999, currency: 'usd' } }), at++),
+  );
+  assert.equal((await outcomeOf(app, huge))!.outcome, 'ignored');
+  assert.equal(await mrr(), '49000000.00');
+  // GraphQL reads the same.
+  const res = await gql(app, c.tokens.ownerA, '{ billingSummary { seats } }');
+  assert.deepEqual(res.data, { billingSummary: { seats: 1_000_000 } });
 });

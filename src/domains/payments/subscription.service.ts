@@ -17,7 +17,7 @@ import { PlanChangeRecord } from './plan-change.entity';
 import { ProcessorEvent } from './processor-event.entity';
 import { Subscription } from './subscription.entity';
 import { TopupSession } from './topup-session.entity';
-import { DEFAULT_PLAN } from './webhook.service';
+import { DEFAULT_PLAN, MAX_AMOUNT_MICROS } from './webhook.service';
 
 export const INVOICES_PER_PAGE = 20;
 export const CUSTOMERS_PER_PAGE = 25;
@@ -414,7 +414,8 @@ export class SubscriptionService {
       companies: companies.length,
       byPlan,
       byStatus,
-      mrr: formatMicros(mrrMicros),
+      // Each subscription's share is within the largest amount; their sum is shown as at most that, never past the pattern.
+      mrr: formatMicros(Math.min(mrrMicros, MAX_AMOUNT_MICROS)),
       currency: this.ledger.currency,
       creditsAllocated30d: Number(sums?.allocated ?? 0),
       creditsUsed30d: Number(sums?.used ?? 0),

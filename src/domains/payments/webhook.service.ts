@@ -14,6 +14,7 @@ import { ProcessorEvent, type EventOutcome } from './processor-event.entity';
 import { Subscription, subscriptionStatuses, type SubscriptionStatus } from './subscription.entity';
 import { TopupSession } from './topup-session.entity';
 import { UUID_PATTERN } from '../../ids';
+import { clipText } from '../../clip-text';
 
 /** The plan a company returns to when its subscription ends. */
 export const DEFAULT_PLAN = 'starter';
@@ -56,14 +57,15 @@ function subscriptionPeriod(sub: Obj): { start: Date | null; end: Date | null } 
   return { start: time(item.current_period_start ?? sub.current_period_start), end: time(item.current_period_end ?? sub.current_period_end) };
 }
 
-function subscriptionPrice(sub: Obj): { price: string | null; quantity: number | null; unitAmount: number | null; currency: string | null } {
+/** The item's quantity as sent (checked by the caller); null when absent, as for a metered price. */
+function subscriptionPrice(sub: Obj): { price: string | null; quantity: unknown; unitAmount: number | null; currency: string | null } {
   const item = ((sub.items as Obj | undefined)?.data as Obj[] | undefined)?.[0];
   if (!item) return { price: null, quantity: null, unitAmount: null, currency: null };
   const price = (typeof item.price === 'object' && item.price ? item.price : {}) as Obj;
   const unit = price.unit_amount;
   return {
     price: idOf(item.price),
-    quantity: typeof item.quantity === 'number' ? item.quantity : null,
+    quantity: item.quantity ?? null,
     // The recurring price, when the event carries the price object (MRR).
     unitAmount: Number.isSafeInteger(unit) && (unit as number) >= 0 ? (unit as number) : null,
     currency: typeof price.currency === 'string' && /^[a-z]{3}$/.test(price.currency) ? price.currency : null,
@@ -126,7 +128,9 @@ class Unusable extends Error {
 /** The invoice states Stripe reports (and the API documents). */
 const INVOICE_STATUSES = ['draft', 'open', 'paid', 'uncollectible', 'void'];
 /** The largest amount the API can show: 999,999,999.999999 in the major unit (its decimal pattern). */
-const MAX_AMOUNT_MICROS = 999_999_999_999_999;
+export const MAX_AMOUNT_MICROS = 999_999_999_999_999;
+/** The seats a subscription may report: Stripe allows 0; more than this is no real subscription of Atrium's. */
+export const MAX_SEATS = 1_000_000;
 
 /** An invoice's currency: three ASCII letters, lower-case as stored; null otherwise. */
 function currencyOf(v: unknown): string | null {
@@ -157,6 +161,8 @@ function statusOf(stripeStatus: unknown): SubscriptionStatus {
 interface Applied {
   companyId: string | null;
   outcome: EventOutcome;
+  /** Recorded with the event (and logged) when the outcome alone does not explain it. */
+  reason?: string;
 }
 
 /**
@@ -210,10 +216,12 @@ export class WebhookService {
           if (!(error instanceof Unusable)) throw error;
           // Thrown before any state of the event was changed (ledger writes roll back to their savepoint).
           this.log.error({ eventId: event.id, type: event.type, err: error }, `webhook event not applied: ${error.message}`);
-          applied = { companyId: error.companyId, outcome: 'failed' };
+          applied = { companyId: error.companyId, outcome: 'failed', reason: error.message };
         }
+        if (applied.reason && applied.outcome !== 'failed') this.log.warn({ eventId: event.id, type: event.type }, `webhook event ignored: ${applied.reason}`);
         record.outcome = applied.outcome;
         record.companyId = applied.companyId;
+        record.reason = applied.reason ? clipText(applied.reason, 255) : null;
         await em.flush();
       });
     } catch (error) {
@@ -423,14 +431,25 @@ export class WebhookService {
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     const wasLive = isLive(sub);
     const { price, quantity, unitAmount, currency } = subscriptionPrice(object);
+    // Checked before anything changes: a seat count the API cannot show (negative, fractional, huge) is ignored whole,
+    // answered 200 (a retry carries the same payload), and the reason recorded.
+    if (quantity !== null && !(Number.isInteger(quantity) && (quantity as number) >= 0 && (quantity as number) <= MAX_SEATS)) {
+      return { companyId, outcome: 'ignored', reason: `items.data[0].quantity ${clipText(String(quantity), 40)} is not an integer from 0 to ${MAX_SEATS}` };
+    }
+    const seats = (quantity as number | null) ?? sub.seats;
+    const recurring = unitAmount !== null && currency ? { unitAmount, priceCurrency: currency } : { unitAmount: sub.unitAmount, priceCurrency: sub.priceCurrency };
+    // MRR is the price times the seats: it must stay an amount the API can show.
+    if (recurring.unitAmount !== null && recurring.priceCurrency && microsFromMinor(recurring.unitAmount, recurring.priceCurrency) * seats > MAX_AMOUNT_MICROS) {
+      return { companyId, outcome: 'ignored', reason: `items.data[0].price.unit_amount times its quantity ${seats} is past the largest amount` };
+    }
     const period = subscriptionPeriod(object);
-    if (unitAmount !== null && currency) Object.assign(sub, { unitAmount, priceCurrency: currency });
+    Object.assign(sub, recurring);
     const planId = this.planOf(price, metadataOf(object)) ?? sub.planId;
     Object.assign(sub, {
       subscriptionId: String(object.id),
       planId,
       status,
-      seats: quantity ?? sub.seats,
+      seats,
       cancelAtPeriodEnd: object.cancel_at_period_end === true,
       trialEnd: time(object.trial_end),
       lastEventAt: created,
