@@ -4,7 +4,7 @@ import Stripe from 'stripe';
 import type { FastifyInstance } from 'fastify';
 import { build } from './helper';
 import { inContext } from '../src/boot';
-import { call, cast, gql, sql } from './admin-helper';
+import { assertInvalid, call, cast, gql, sql } from './admin-helper';
 import { assertLedgerAddsUp } from './ledger-helper';
 import { startFakeStripe } from './fake-stripe';
 import { loadPaymentsConfig } from '../src/domains/payments';
@@ -304,4 +304,28 @@ test('seats from customer.subscription.updated are integers from 0 to 1,000,000;
   // GraphQL reads the same.
   const res = await gql(app, c.tokens.ownerA, '{ billingSummary { seats } }');
   assert.deepEqual(res.data, { billingSummary: { seats: 1_000_000 } });
+});
+
+// --- defect 7 ---
+
+test('in Stripe mode a plan change to a plan without a price is refused 422 and applies nothing; the default plan without a live subscription stays immediate', async (t) => {
+  {
+    const { app, fake, c } = await stripeApp(t, 'starter:price_starter');
+    const res = await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'professional' });
+    assertInvalid(res, 'body.plan_id');
+    assert.match(res.body, /no price/);
+    assert.equal(fake.requests.length, 0);
+    assert.equal((await summaryOf(app, c.tokens.ownerA)).plan.id, 'starter');
+    assert.equal(app.domains.billing.ledger.balance(c.a.companyId).monthly, 2000);
+    assert.equal((await sql(app, "select 1 from audit_events where action = 'billing.plan_changed'")).length, 0);
+  }
+  {
+    const { app, fake, c } = await stripeApp(t, 'professional:price_pro');
+    await inContext(app.kernel.orm, () => app.domains.identity.accounts.setPlan(c.a.companyId, 'professional'));
+    const res = await call(app, c.tokens.ownerA, 'POST', '/v1/admin/billing/plan/change', { plan_id: 'starter' });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual([res.json().effective, res.json().credits_added, res.json().checkout_url], ['next_period', 0, null]);
+    assert.equal(fake.requests.length, 0);
+    assert.equal((await summaryOf(app, c.tokens.ownerA)).plan.id, 'starter');
+  }
 });

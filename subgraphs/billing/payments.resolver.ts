@@ -54,7 +54,7 @@ export class PaymentsResolver {
   @Access({ auth: 'authenticated' })
   @Mutation(() => PlanChangeType, {
     description:
-      'Moves the company to another plan (owners). Upgrades apply at once and bring the monthly credits allocated in the period up to those of the new plan (not prorated; a period never allocates more than its largest plan gives); downgrades from the next period. With Stripe, a live subscription changes price with proration, and a company without one gets a checkout URL. The same Idempotency-Key header and plan answer the first change again and change nothing; another plan under it is 409. Audited billing.plan_changed.',
+      'Moves the company to another plan (owners). Upgrades apply at once and bring the monthly credits allocated in the period up to those of the new plan (not prorated; a period never allocates more than its largest plan gives); downgrades from the next period. With Stripe, a live subscription changes price with proration, and a company without one gets a checkout URL; a plan without a price in STRIPE_PRICES is refused (validation_error), but for a move down to the default plan without a live subscription, which applies at once. The same Idempotency-Key header and plan answer the first change again and change nothing; another plan under it is 409. Audited billing.plan_changed.',
   })
   async changePlan(@Arg('input', () => PlanChangeInput) input: PlanChangeInput, @Ctx() ctx: GraphQLContext) {
     return this.planChangeView(await this.subscriptions.changePlan(ctx.principal, input.planId, ctx.meta));

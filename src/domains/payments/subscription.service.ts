@@ -171,9 +171,12 @@ export class SubscriptionService {
 
     if (this.stripe) {
       const price = this.config.stripe!.priceByPlan.get(planId);
+      // A plan without a price is never given for free. Only a move down to the default plan of a company that pays
+      // for none applies at once, as it costs nothing.
+      const free = !live && planId === DEFAULT_PLAN && !isUpgrade(this.plans.plan(previousPlanId), target);
+      if (!price && !free) throw AppError.validation([{ loc: ['body', 'plan_id'], msg: 'this plan has no price (STRIPE_PRICES)', type: 'value_error' }]);
       if (!live && price) return this.subscriptionCheckout(caller, planId, previousPlanId, price, key);
-      if (live) {
-        if (!price) throw AppError.validation([{ loc: ['body', 'plan_id'], msg: 'this plan has no price (STRIPE_PRICES)', type: 'value_error' }]);
+      if (live && price) {
         const upgrade = isUpgrade(this.plans.plan(previousPlanId), target);
         await this.call(async (stripe) => {
           const current = await stripe.subscriptions.retrieve(live.subscriptionId!);
