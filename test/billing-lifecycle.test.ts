@@ -329,3 +329,19 @@ test('in Stripe mode a plan change to a plan without a price is refused 422 and 
     assert.equal((await summaryOf(app, c.tokens.ownerA)).plan.id, 'starter');
   }
 });
+
+// --- defect 8 ---
+
+test('Company.subscription follows the billing summary role rule: a member reads null with forbidden; owners and admins read it', async (t) => {
+  const { app, c } = await stripeApp(t);
+  await delivered(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId)));
+  const query = '{ me { company { id subscription { status seats plan { id } } } } }';
+  const member = await gql(app, c.tokens.memberA, query);
+  assert.equal((member.data as { me: { company: { subscription: unknown } } }).me.company.subscription, null);
+  assert.equal(member.errors?.[0]?.extensions.code, 'forbidden');
+  for (const token of [c.tokens.ownerA, c.tokens.adminA]) {
+    const res = await gql(app, token, query);
+    assert.equal(res.errors, undefined, JSON.stringify(res.errors));
+    assert.deepEqual((res.data as { me: { company: { subscription: unknown } } }).me.company.subscription, { status: 'active', seats: 1, plan: { id: 'professional' } });
+  }
+});

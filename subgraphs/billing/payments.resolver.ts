@@ -155,10 +155,13 @@ export class CompanySubscriptionResolver {
     private readonly plans: PlanService,
   ) {}
 
-  @FieldResolver(() => BillingSubscriptionType, { nullable: true, description: "The company's paid subscription; null without one" })
+  @FieldResolver(() => BillingSubscriptionType, {
+    nullable: true,
+    description: "The company's paid subscription; null without one. Owners, admins, keys and superadmins, as the billing summary; a member gets null with forbidden",
+  })
   async subscription(@Root() company: { id: string }, @Ctx() ctx: GraphQLContext) {
     if (!canSeeCompany(ctx, company.id)) return null;
-    const sub: Subscription | null = await this.subscriptions.subscriptionOf(company.id);
+    const sub: Subscription | null = await this.subscriptions.subscriptionFor(ctx.principal, company.id);
     if (!sub) return null;
     return { ...sub, plan: this.plans.plan(sub.planId) ?? { id: sub.planId, name: sub.planId, monthlyCredits: 0 } };
   }

@@ -136,6 +136,11 @@ export class SubscriptionService {
     };
   }
 
+  /** The company's subscription for its owners, admins and keys, or a superadmin (as the summary): a member gets 403. */
+  async subscriptionFor(principal: Principal, companyId: string): Promise<Subscription | null> {
+    return this.subscriptionOf(this.ledger.readableCompany(principal, companyId, true));
+  }
+
   /** The company's subscription, if it ever had one. */
   async subscriptionOf(companyId: string): Promise<Subscription | null> {
     return currentEm(this.orm).findOne(Subscription, { companyId });
