@@ -345,3 +345,23 @@ test('Company.subscription follows the billing summary role rule: a member reads
     assert.deepEqual((res.data as { me: { company: { subscription: unknown } } }).me.company.subscription, { status: 'active', seats: 1, plan: { id: 'professional' } });
   }
 });
+
+// --- defect 9 ---
+
+test('customers and summary report the same period_end, after a cancellation and the next month\'s allocation too', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const now = Math.floor(Date.now() / 1000);
+  const periodEnd = async () => {
+    const customers = (await call(app, c.tokens.superadmin, 'GET', '/v1/admin/billing/customers')).json();
+    const row = customers.items.find((x: { company_id: string }) => x.company_id === c.a.companyId);
+    const summary = await summaryOf(app, c.tokens.ownerA);
+    assert.equal(row.period_end, summary.period_end);
+    return summary.period_end;
+  };
+  await delivered(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), now - 100));
+  await periodEnd();
+  await delivered(app, event('customer.subscription.deleted', subscription('canceled'), now - 50));
+  await periodEnd();
+  await allocateMonth(app, nextMonth());
+  assert.equal(Date.parse(await periodEnd()), +calendarPeriod(nextMonth()).periodEnd);
+});

@@ -121,13 +121,11 @@ export class SubscriptionService {
   async summaryOf(companyId: string): Promise<BillingSummary> {
     const sub = await currentEm(this.orm).findOne(Subscription, { companyId });
     const credits = this.ledger.balance(companyId);
-    const live = sub && (LIVE as readonly string[]).includes(sub.status);
     return {
       companyId,
       planId: this.accounts.planIdOf(companyId) ?? DEFAULT_PLAN,
       status: sub?.status ?? null,
-      periodStart: live ? (sub.periodStart ?? credits.periodStart) : credits.periodStart,
-      periodEnd: live ? (sub.periodEnd ?? credits.periodEnd) : credits.periodEnd,
+      ...periodOf(sub, credits),
       cancelAtPeriodEnd: sub?.cancelAtPeriodEnd ?? false,
       seats: sub?.seats ?? 1,
       trialEnd: sub?.trialEnd ?? null,
@@ -447,7 +445,7 @@ export class SubscriptionService {
         planId: c.planId,
         status: sub?.status ?? null,
         seats: sub?.seats ?? 1,
-        periodEnd: sub?.periodEnd ?? credits.periodEnd,
+        periodEnd: periodOf(sub, credits).periodEnd,
         cancelAtPeriodEnd: sub?.cancelAtPeriodEnd ?? false,
         creditsAvailable: credits.available,
         customerId: sub?.customerId ?? null,
@@ -562,6 +560,20 @@ export class SubscriptionService {
       throw new AppError('payment_processor_error', `The payment processor refused the request: ${(error as Error).message}`, { cause: error });
     }
   }
+}
+
+/**
+ * The company's current period, the one decision the summary and the customer
+ * list share: a live subscription's own period; without one, the ledger's
+ * (the calendar month once the monthly job has run), never an ended
+ * subscription's last period.
+ */
+function periodOf(sub: Subscription | null | undefined, credits: CreditBalance): { periodStart: Date | null; periodEnd: Date | null } {
+  const live = sub && (LIVE as readonly string[]).includes(sub.status);
+  return {
+    periodStart: live ? (sub.periodStart ?? credits.periodStart) : credits.periodStart,
+    periodEnd: live ? (sub.periodEnd ?? credits.periodEnd) : credits.periodEnd,
+  };
 }
 
 function countBy(keys: string[]): { key: string; count: number }[] {
