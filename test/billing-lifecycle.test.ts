@@ -365,3 +365,22 @@ test('customers and summary report the same period_end, after a cancellation and
   await allocateMonth(app, nextMonth());
   assert.equal(Date.parse(await periodEnd()), +calendarPeriod(nextMonth()).periodEnd);
 });
+
+// --- defect 10 ---
+
+test('failed_payments30d counts only failed payments applied to a company: unmatched, stale and ignored ones are not counted', async (t) => {
+  const { app, c } = await stripeApp(t);
+  const now = Math.floor(Date.now() / 1000);
+  const failed = async () => (await call(app, c.tokens.superadmin, 'GET', '/v1/admin/billing/overview')).json().failed_payments30d;
+  await delivered(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), now - 100));
+  const unmatched = await delivered(app, event('invoice.payment_failed', { ...invoice('in_x', 'sub_x', 'subscription_cycle', now, 'open'), customer: 'cus_of_someone_else' }, now - 90));
+  assert.equal((await outcomeOf(app, unmatched))!.outcome, 'unmatched');
+  const ignored = await delivered(app, event('invoice.payment_failed', invoice('in_other', 'sub_other', 'subscription_cycle', now, 'open'), now - 80));
+  assert.equal((await outcomeOf(app, ignored))!.outcome, 'ignored');
+  await delivered(app, event('invoice.payment_succeeded', invoice('in_2', 'sub_1', 'subscription_cycle', now), now - 10));
+  const stale = await delivered(app, event('invoice.payment_failed', invoice('in_2', 'sub_1', 'subscription_cycle', now, 'open'), now - 20));
+  assert.equal((await outcomeOf(app, stale))!.outcome, 'stale');
+  assert.equal(await failed(), 0);
+  await delivered(app, event('invoice.payment_failed', invoice('in_3', 'sub_1', 'subscription_cycle', now + 30 * day, 'open'), now));
+  assert.equal(await failed(), 1);
+});

@@ -254,7 +254,7 @@ export class BillingOverviewType {
   creditsUsed30d!: number;
 
   @Rest({ minimum: 0 })
-  @Field(() => Int, { description: 'Failed invoice payments over the last 30 days' })
+  @Field(() => Int, { description: "Failed invoice payments of companies over the last 30 days: the processor's events applied, not those that matched no company, arrived stale or were ignored" })
   failedPayments30d!: number;
 }
 

@@ -415,7 +415,8 @@ export class SubscriptionService {
       "select sum(case when kind = 'allocation' then credits end) as allocated, sum(case when kind = 'commit' then credits end) as used from credit_entries where created_at >= ?",
       [+since],
     );
-    const failed = await em.count(ProcessorEvent, { type: 'invoice.payment_failed', createdAt: { $gte: since } });
+    // Failed payments of companies: an unmatched, stale or ignored event is no failure of a company's payment.
+    const failed = await em.count(ProcessorEvent, { type: 'invoice.payment_failed', outcome: 'applied', createdAt: { $gte: since } });
     return {
       companies: companies.length,
       byPlan,
