@@ -1,5 +1,6 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import Stripe from 'stripe';
 import type { FastifyInstance } from 'fastify';
 import { build } from './helper';
@@ -383,4 +384,25 @@ test('failed_payments30d counts only failed payments applied to a company: unmat
   assert.equal(await failed(), 0);
   await delivered(app, event('invoice.payment_failed', invoice('in_3', 'sub_1', 'subscription_cycle', now + 30 * day, 'open'), now));
   assert.equal(await failed(), 1);
+});
+
+// --- defect 11 ---
+
+test('a blocked model keeps its display name as its usage label in the report, the CSV export and GraphQL', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  await sql(
+    app,
+    'insert into usage_records (id, company_id, user_id, api_key_id, model, feature, credits, tokens, cost_micros, created_at) values (?, ?, ?, null, ?, ?, ?, ?, ?, ?)',
+    [randomUUID(), c.a.companyId, c.adminA.userId, 'gpt-4o', 'chat', 10, 2000, 10_000, Date.now() - 1000],
+  );
+  const blocked = await call(app, c.tokens.superadmin, 'PATCH', '/v1/admin/models/gpt-4o', { blocked: true });
+  assert.equal(blocked.statusCode, 200, blocked.body);
+  const report = await call(app, c.tokens.ownerA, 'GET', '/v1/admin/usage');
+  assert.deepEqual(report.json().rows.map((r: { key: string; label: string | null }) => [r.key, r.label]), [['gpt-4o', 'GPT-4o']]);
+  const csv = await call(app, c.tokens.ownerA, 'GET', '/v1/admin/usage/export');
+  assert.equal(csv.statusCode, 200, csv.body);
+  assert.match(csv.body, /\r\ngpt-4o,GPT-4o,1,2000,10,/);
+  const res = await gql(app, c.tokens.ownerA, '{ usageReport { rows { key label } } }');
+  assert.deepEqual(res.data, { usageReport: { rows: [{ key: 'gpt-4o', label: 'GPT-4o' }] } });
 });
