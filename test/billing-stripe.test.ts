@@ -10,6 +10,7 @@ import { startFakeStripe } from './fake-stripe';
 import { loadPaymentsConfig } from '../src/domains/payments';
 import { calendarPeriod } from '../src/domains/billing';
 import { sha256Hex } from '../src/auth/tokens';
+import { UUID_PATTERN } from '../src/ids';
 
 const WEBHOOK_SECRET = 'whsec_test_atrium';
 let events = 0;
@@ -336,7 +337,11 @@ test('POST /billing/topup opens one checkout per Idempotency-Key at the configur
   const sent = creates[0]!;
   assert.equal(sent.body.mode, 'payment');
   assert.equal(sent.body.client_reference_id, c.a.companyId);
-  assert.deepEqual(sent.body.metadata, { kind: 'topup', company_id: c.a.companyId, credits: '500' });
+  // The top-up's own id, the same in the payment intent's metadata, derived from the Idempotency-Key (a retry sends the same).
+  const topupId = (sent.body.metadata as { topup_id: string }).topup_id;
+  assert.match(topupId, UUID_PATTERN);
+  assert.deepEqual(sent.body.metadata, { kind: 'topup', company_id: c.a.companyId, credits: '500', topup_id: topupId });
+  assert.deepEqual((sent.body.payment_intent_data as { metadata: unknown }).metadata, sent.body.metadata);
   assert.equal((sent.body.line_items as { price_data: { unit_amount: string } }[])[0]!.price_data.unit_amount, '500');
   assert.equal(sent.idempotencyKey, `topup:${c.a.companyId}:${sha256Hex('buy-500')}`);
   assert.equal(app.domains.billing.ledger.balance(c.a.companyId).purchased, 0, 'credits only arrive through the webhook');

@@ -97,7 +97,8 @@ export const billingRoutes: RestRoute[] = [
       'credits_added saying how many; a downgrade applies ' +
       'from the next period and refunds nothing. With Stripe, a live subscription changes its price, an upgrade invoiced at once ' +
       "with Stripe's proration of the price difference; a company without one gets effective=checkout and a checkout_url to " +
-      'subscribe. On-premise the change ' +
+      'subscribe; a plan without a price in STRIPE_PRICES is 422 (only a move down to the default plan without a live ' +
+      'subscription, which costs nothing, applies at once). On-premise the change ' +
       'is immediate. The current plan again is 409; an unknown plan 422. Audited billing.plan_changed. Send an Idempotency-Key ' +
       'header (1 to 255 visible ASCII characters) to make a retry safe: the same key and plan_id answer the first change again, ' +
       'its checkout_url included, and change nothing, at the processor or here; the same key with another plan_id is 409; an ' +

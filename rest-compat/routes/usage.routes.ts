@@ -32,7 +32,7 @@ async function exportUsage(request: FastifyRequest, reply: FastifyReply) {
   // Checked before the first byte: a refusal is a problem document, not a broken download.
   const { scope, chunks } = usage.exportRows(request.principal, { groupBy: q.group_by, days: q.days, companyId: q.company_id });
   const label = async (rows: UsageRow[]): Promise<(string | null)[]> => {
-    if (scope.groupBy === 'model') return rows.map((r) => (r.key ? (models.availableModel(r.key)?.displayName ?? null) : null));
+    if (scope.groupBy === 'model') return rows.map((r) => (r.key ? (models.anyModel(r.key)?.displayName ?? null) : null));
     if (scope.groupBy !== 'user') return rows.map(() => null);
     const users = await accounts.usersByIds(rows.map((r) => r.key ?? ''));
     return users.map((u) => u?.email ?? null);

@@ -54,7 +54,7 @@ export class PaymentsResolver {
   @Access({ auth: 'authenticated' })
   @Mutation(() => PlanChangeType, {
     description:
-      'Moves the company to another plan (owners). Upgrades apply at once and bring the monthly credits allocated in the period up to those of the new plan (not prorated; a period never allocates more than its largest plan gives); downgrades from the next period. With Stripe, a live subscription changes price with proration, and a company without one gets a checkout URL. The same Idempotency-Key header and plan answer the first change again and change nothing; another plan under it is 409. Audited billing.plan_changed.',
+      'Moves the company to another plan (owners). Upgrades apply at once and bring the monthly credits allocated in the period up to those of the new plan (not prorated; a period never allocates more than its largest plan gives); downgrades from the next period. With Stripe, a live subscription changes price with proration, and a company without one gets a checkout URL; a plan without a price in STRIPE_PRICES is refused (validation_error), but for a move down to the default plan without a live subscription, which applies at once. The same Idempotency-Key header and plan answer the first change again and change nothing; another plan under it is 409. Audited billing.plan_changed.',
   })
   async changePlan(@Arg('input', () => PlanChangeInput) input: PlanChangeInput, @Ctx() ctx: GraphQLContext) {
     return this.planChangeView(await this.subscriptions.changePlan(ctx.principal, input.planId, ctx.meta));
@@ -155,10 +155,13 @@ export class CompanySubscriptionResolver {
     private readonly plans: PlanService,
   ) {}
 
-  @FieldResolver(() => BillingSubscriptionType, { nullable: true, description: "The company's paid subscription; null without one" })
+  @FieldResolver(() => BillingSubscriptionType, {
+    nullable: true,
+    description: "The company's paid subscription; null without one. Owners, admins, keys and superadmins, as the billing summary; a member gets null with forbidden",
+  })
   async subscription(@Root() company: { id: string }, @Ctx() ctx: GraphQLContext) {
     if (!canSeeCompany(ctx, company.id)) return null;
-    const sub: Subscription | null = await this.subscriptions.subscriptionOf(company.id);
+    const sub: Subscription | null = await this.subscriptions.subscriptionFor(ctx.principal, company.id);
     if (!sub) return null;
     return { ...sub, plan: this.plans.plan(sub.planId) ?? { id: sub.planId, name: sub.planId, monthlyCredits: 0 } };
   }

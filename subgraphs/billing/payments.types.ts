@@ -1,10 +1,12 @@
 import { Field, ID, InputType, Int, ObjectType } from 'type-graphql';
 import { Rest } from '../rest';
 import { PageType } from '../page';
-import { subscriptionStatuses } from '../../src/domains/payments';
+import { MAX_SEATS, subscriptionStatuses } from '../../src/domains/payments';
 import type { CreditBalance } from '../../src/domains/billing';
 import { CreditBalanceType, MONEY_PATTERN } from './credits.types';
 import { PlanType } from './plan.types';
+
+const SEATS = `The subscription's quantity as the processor reports it, 0 to ${MAX_SEATS} (1 without a subscription)`;
 
 
 @ObjectType('BillingSubscription', { description: "A company's paid subscription as the payment processor last reported it" })
@@ -16,8 +18,8 @@ export class BillingSubscriptionType {
   @Field(() => String, { description: subscriptionStatuses.join(', ') })
   status!: string;
 
-  @Rest({ minimum: 1 })
-  @Field(() => Int)
+  @Rest({ minimum: 0, maximum: MAX_SEATS })
+  @Field(() => Int, { description: SEATS })
   seats!: number;
 
   @Field(() => Boolean, { description: 'The subscription ends when the period does' })
@@ -51,8 +53,8 @@ export class BillingSummaryType {
   @Field(() => Boolean)
   cancelAtPeriodEnd!: boolean;
 
-  @Rest({ minimum: 1 })
-  @Field(() => Int)
+  @Rest({ minimum: 0, maximum: MAX_SEATS })
+  @Field(() => Int, { description: SEATS })
   seats!: number;
 
   @Field(() => Date, { nullable: true })
@@ -237,7 +239,7 @@ export class BillingOverviewType {
   byStatus!: CountByKeyType[];
 
   @Rest({ pattern: MONEY_PATTERN })
-  @Field(() => String, { description: 'Monthly recurring revenue: the last paid invoice of each live subscription, decimal' })
+  @Field(() => String, { description: 'Monthly recurring revenue, decimal: each live subscription\'s recurring price times its seats, else its last paid first-or-renewal invoice (at most 999999999.999999)' })
   mrr!: string;
 
   @Field(() => String)
@@ -252,7 +254,7 @@ export class BillingOverviewType {
   creditsUsed30d!: number;
 
   @Rest({ minimum: 0 })
-  @Field(() => Int, { description: 'Failed invoice payments over the last 30 days' })
+  @Field(() => Int, { description: "Failed invoice payments of companies over the last 30 days: the processor's events applied, not those that matched no company, arrived stale or were ignored" })
   failedPayments30d!: number;
 }
 
@@ -271,8 +273,8 @@ export class BillingCustomerType {
   @Field(() => String, { nullable: true })
   status!: string | null;
 
-  @Rest({ minimum: 1 })
-  @Field(() => Int)
+  @Rest({ minimum: 0, maximum: MAX_SEATS })
+  @Field(() => Int, { description: SEATS })
   seats!: number;
 
   @Field(() => Date, { nullable: true })

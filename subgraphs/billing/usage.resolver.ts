@@ -90,7 +90,7 @@ export class UsageResolver {
 
   /** Labels for a report's keys (the CSV export uses the same). */
   async labelled(groupBy: string, rows: UsageRow[], ctx: GraphQLContext) {
-    if (groupBy === 'model') return rows.map((r) => ({ ...r, label: r.key ? (this.models.availableModel(r.key)?.displayName ?? null) : null }));
+    if (groupBy === 'model') return rows.map((r) => ({ ...r, label: r.key ? (this.models.anyModel(r.key)?.displayName ?? null) : null }));
     if (groupBy === 'user') {
       const users = await Promise.all(rows.map((r) => (r.key ? ctx.loaders.of(this.usersByIds).load(r.key) : null)));
       return rows.map((r, i) => ({ ...r, label: users[i]?.email ?? null }));

@@ -258,7 +258,7 @@ export class LedgerService {
     });
   }
 
-  /** Purchased credits, exactly once per payment intent (`key`), whichever processor event brings them first. */
+  /** Purchased credits, exactly once per top-up (`key`), whichever processor event brings them first. */
   async topUp(a: { companyId: string; credits: number; key: string }): Promise<boolean> {
     checkCredits(a.credits, ['credits']);
     return (await this.addOnce(a.companyId, 'topup', `topup:${a.key}`, 'purchased', () => a.credits)) > 0;

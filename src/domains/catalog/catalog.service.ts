@@ -102,6 +102,15 @@ export class CatalogService {
     }
   }
 
+  /**
+   * A catalog model, blocked or not; null when unknown. For reading what was
+   * (a usage report's label), never for deciding whether a model may run.
+   */
+  anyModel(id: string): ModelView | null {
+    const row = this.reads.get<ModelRow>(`${MODEL_SELECT} where id = ?`, id);
+    return row ? modelView(row) : null;
+  }
+
   /** A model's price per 1,000 tokens in currency micro-units; 0 for an unknown or unpriced model. One prepared read. */
   priceMicrosPer1kTokens(modelId: string): number {
     return this.reads.get<{ price: number }>('select price_micros_per1k_tokens as price from models where id = ?', modelId)?.price ?? 0;

@@ -27,7 +27,7 @@ export {
   type PlanChange,
   type TopupCheckout,
 } from './subscription.service';
-export { WebhookService, DEFAULT_PLAN, SIGNATURE_TOLERANCE_SECONDS } from './webhook.service';
+export { WebhookService, DEFAULT_PLAN, MAX_SEATS, SIGNATURE_TOLERANCE_SECONDS } from './webhook.service';
 export { type PaymentsConfig, loadPaymentsConfig } from './config';
 
 /** Gives every company without a live subscription its calendar month's credits. */

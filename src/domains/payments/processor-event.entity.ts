@@ -7,7 +7,7 @@ export type EventOutcome = (typeof eventOutcomes)[number];
 /** A processor event Atrium received: its id is the key that applies it once. */
 @Entity({ tableName: 'processor_events' })
 export class ProcessorEvent {
-  [OptionalProps]?: 'companyId' | 'receivedAt';
+  [OptionalProps]?: 'companyId' | 'reason' | 'receivedAt';
 
   @PrimaryKey({ type: 'string', length: 255 })
   id!: string;
@@ -24,6 +24,10 @@ export class ProcessorEvent {
 
   @Property({ type: 'string', length: 16 })
   outcome!: EventOutcome;
+
+  /** Why it was ignored or failed, when its outcome does not say (an unusable seat count, an unusable top-up). */
+  @Property({ type: 'string', length: 255, nullable: true })
+  reason: string | null = null;
 
   @Property({ type: DateTimeType })
   receivedAt: Date = new Date();

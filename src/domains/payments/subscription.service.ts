@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type Stripe from 'stripe';
 import type { Orm } from '../../db/orm';
@@ -16,7 +17,7 @@ import { PlanChangeRecord } from './plan-change.entity';
 import { ProcessorEvent } from './processor-event.entity';
 import { Subscription } from './subscription.entity';
 import { TopupSession } from './topup-session.entity';
-import { DEFAULT_PLAN } from './webhook.service';
+import { DEFAULT_PLAN, MAX_AMOUNT_MICROS } from './webhook.service';
 
 export const INVOICES_PER_PAGE = 20;
 export const CUSTOMERS_PER_PAGE = 25;
@@ -120,19 +121,22 @@ export class SubscriptionService {
   async summaryOf(companyId: string): Promise<BillingSummary> {
     const sub = await currentEm(this.orm).findOne(Subscription, { companyId });
     const credits = this.ledger.balance(companyId);
-    const live = sub && (LIVE as readonly string[]).includes(sub.status);
     return {
       companyId,
       planId: this.accounts.planIdOf(companyId) ?? DEFAULT_PLAN,
       status: sub?.status ?? null,
-      periodStart: live ? (sub.periodStart ?? credits.periodStart) : credits.periodStart,
-      periodEnd: live ? (sub.periodEnd ?? credits.periodEnd) : credits.periodEnd,
+      ...periodOf(sub, credits),
       cancelAtPeriodEnd: sub?.cancelAtPeriodEnd ?? false,
       seats: sub?.seats ?? 1,
       trialEnd: sub?.trialEnd ?? null,
       credits,
       processor: this.mode,
     };
+  }
+
+  /** The company's subscription for its owners, admins and keys, or a superadmin (as the summary): a member gets 403. */
+  async subscriptionFor(principal: Principal, companyId: string): Promise<Subscription | null> {
+    return this.subscriptionOf(this.ledger.readableCompany(principal, companyId, true));
   }
 
   /** The company's subscription, if it ever had one. */
@@ -170,9 +174,12 @@ export class SubscriptionService {
 
     if (this.stripe) {
       const price = this.config.stripe!.priceByPlan.get(planId);
+      // A plan without a price is never given for free. Only a move down to the default plan of a company that pays
+      // for none applies at once, as it costs nothing.
+      const free = !live && planId === DEFAULT_PLAN && !isUpgrade(this.plans.plan(previousPlanId), target);
+      if (!price && !free) throw AppError.validation([{ loc: ['body', 'plan_id'], msg: 'this plan has no price (STRIPE_PRICES)', type: 'value_error' }]);
       if (!live && price) return this.subscriptionCheckout(caller, planId, previousPlanId, price, key);
-      if (live) {
-        if (!price) throw AppError.validation([{ loc: ['body', 'plan_id'], msg: 'this plan has no price (STRIPE_PRICES)', type: 'value_error' }]);
+      if (live && price) {
         const upgrade = isUpgrade(this.plans.plan(previousPlanId), target);
         await this.call(async (stripe) => {
           const current = await stripe.subscriptions.retrieve(live.subscriptionId!);
@@ -300,7 +307,11 @@ export class SubscriptionService {
     }
     const currency = this.ledger.currency;
     const amount = minorFromMicros(input.credits * parseMoney(this.config.topupPricePerCredit, ['TOPUP_PRICE_PER_CREDIT']), currency);
-    const metadata = { kind: 'topup', company_id: caller.companyId, credits: String(input.credits) };
+    // The top-up's own id, in both the session's and its payment intent's metadata: the one ledger key of its credits,
+    // whichever event comes first and whatever it carries (a session may complete without a payment_intent).
+    // Derived from the Idempotency-Key when there is one, so a retry sends Stripe the same parameters.
+    const topupId = key ? uuidFromHash(sha256Hex(`topup:${caller.companyId}:${key}`)) : randomUUID();
+    const metadata = { kind: 'topup', company_id: caller.companyId, credits: String(input.credits), topup_id: topupId };
     const session = await this.call(() =>
       stripe.checkout.sessions.create(
         {
@@ -404,12 +415,14 @@ export class SubscriptionService {
       "select sum(case when kind = 'allocation' then credits end) as allocated, sum(case when kind = 'commit' then credits end) as used from credit_entries where created_at >= ?",
       [+since],
     );
-    const failed = await em.count(ProcessorEvent, { type: 'invoice.payment_failed', createdAt: { $gte: since } });
+    // Failed payments of companies: an unmatched, stale or ignored event is no failure of a company's payment.
+    const failed = await em.count(ProcessorEvent, { type: 'invoice.payment_failed', outcome: 'applied', createdAt: { $gte: since } });
     return {
       companies: companies.length,
       byPlan,
       byStatus,
-      mrr: formatMicros(mrrMicros),
+      // Each subscription's share is within the largest amount; their sum is shown as at most that, never past the pattern.
+      mrr: formatMicros(Math.min(mrrMicros, MAX_AMOUNT_MICROS)),
       currency: this.ledger.currency,
       creditsAllocated30d: Number(sums?.allocated ?? 0),
       creditsUsed30d: Number(sums?.used ?? 0),
@@ -433,7 +446,7 @@ export class SubscriptionService {
         planId: c.planId,
         status: sub?.status ?? null,
         seats: sub?.seats ?? 1,
-        periodEnd: sub?.periodEnd ?? credits.periodEnd,
+        periodEnd: periodOf(sub, credits).periodEnd,
         cancelAtPeriodEnd: sub?.cancelAtPeriodEnd ?? false,
         creditsAvailable: credits.available,
         customerId: sub?.customerId ?? null,
@@ -550,6 +563,20 @@ export class SubscriptionService {
   }
 }
 
+/**
+ * The company's current period, the one decision the summary and the customer
+ * list share: a live subscription's own period; without one, the ledger's
+ * (the calendar month once the monthly job has run), never an ended
+ * subscription's last period.
+ */
+function periodOf(sub: Subscription | null | undefined, credits: CreditBalance): { periodStart: Date | null; periodEnd: Date | null } {
+  const live = sub && (LIVE as readonly string[]).includes(sub.status);
+  return {
+    periodStart: live ? (sub.periodStart ?? credits.periodStart) : credits.periodStart,
+    periodEnd: live ? (sub.periodEnd ?? credits.periodEnd) : credits.periodEnd,
+  };
+}
+
 function countBy(keys: string[]): { key: string; count: number }[] {
   const counts = new Map<string, number>();
   for (const key of keys) counts.set(key, (counts.get(key) ?? 0) + 1);
@@ -559,6 +586,11 @@ function countBy(keys: string[]): { key: string; count: number }[] {
 /** An upgrade gives more monthly credits (any plan from none is one): its credits arrive at once. */
 function isUpgrade(previous: { monthlyCredits: number } | null | undefined, target: { monthlyCredits: number }): boolean {
   return !previous || target.monthlyCredits > previous.monthlyCredits;
+}
+
+/** A UUID made of a SHA-256 hex digest: the same digest gives the same id. */
+function uuidFromHash(hex: string): string {
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
 /** The client's Idempotency-Key, or null without the header; one the header gave unreadable ('') is 422. */

@@ -14,6 +14,7 @@ import { ProcessorEvent, type EventOutcome } from './processor-event.entity';
 import { Subscription, subscriptionStatuses, type SubscriptionStatus } from './subscription.entity';
 import { TopupSession } from './topup-session.entity';
 import { UUID_PATTERN } from '../../ids';
+import { clipText } from '../../clip-text';
 
 /** The plan a company returns to when its subscription ends. */
 export const DEFAULT_PLAN = 'starter';
@@ -56,14 +57,15 @@ function subscriptionPeriod(sub: Obj): { start: Date | null; end: Date | null } 
   return { start: time(item.current_period_start ?? sub.current_period_start), end: time(item.current_period_end ?? sub.current_period_end) };
 }
 
-function subscriptionPrice(sub: Obj): { price: string | null; quantity: number | null; unitAmount: number | null; currency: string | null } {
+/** The item's quantity as sent (checked by the caller); null when absent, as for a metered price. */
+function subscriptionPrice(sub: Obj): { price: string | null; quantity: unknown; unitAmount: number | null; currency: string | null } {
   const item = ((sub.items as Obj | undefined)?.data as Obj[] | undefined)?.[0];
   if (!item) return { price: null, quantity: null, unitAmount: null, currency: null };
   const price = (typeof item.price === 'object' && item.price ? item.price : {}) as Obj;
   const unit = price.unit_amount;
   return {
     price: idOf(item.price),
-    quantity: typeof item.quantity === 'number' ? item.quantity : null,
+    quantity: item.quantity ?? null,
     // The recurring price, when the event carries the price object (MRR).
     unitAmount: Number.isSafeInteger(unit) && (unit as number) >= 0 ? (unit as number) : null,
     currency: typeof price.currency === 'string' && /^[a-z]{3}$/.test(price.currency) ? price.currency : null,
@@ -107,6 +109,9 @@ function another(sub: Subscription, subscriptionId: string | null): boolean {
 /** Another subscription than the company's live one: it must not change the company's plan, status or period. */
 const otherThanLive = (sub: Subscription, subscriptionId: string | null) => another(sub, subscriptionId) && isLive(sub);
 
+/** The subscription on record was cancelled: Stripe never revives one, so no later event of it (a late payment, an update) may. */
+const ended = (sub: Subscription, subscriptionId: string | null) => sub.status === 'cancelled' && subscriptionId !== null && sub.subscriptionId === subscriptionId;
+
 /** A top-up's credit count as Atrium writes it in metadata: a plain decimal integer, nothing Number() would also read ("1e3", " 5", "0x10"). */
 const CREDITS_TEXT = /^[1-9][0-9]{0,9}$/;
 
@@ -123,7 +128,9 @@ class Unusable extends Error {
 /** The invoice states Stripe reports (and the API documents). */
 const INVOICE_STATUSES = ['draft', 'open', 'paid', 'uncollectible', 'void'];
 /** The largest amount the API can show: 999,999,999.999999 in the major unit (its decimal pattern). */
-const MAX_AMOUNT_MICROS = 999_999_999_999_999;
+export const MAX_AMOUNT_MICROS = 999_999_999_999_999;
+/** The seats a subscription may report: Stripe allows 0; more than this is no real subscription of Atrium's. */
+export const MAX_SEATS = 1_000_000;
 
 /** An invoice's currency: three ASCII letters, lower-case as stored; null otherwise. */
 function currencyOf(v: unknown): string | null {
@@ -154,6 +161,8 @@ function statusOf(stripeStatus: unknown): SubscriptionStatus {
 interface Applied {
   companyId: string | null;
   outcome: EventOutcome;
+  /** Recorded with the event (and logged) when the outcome alone does not explain it. */
+  reason?: string;
 }
 
 /**
@@ -207,10 +216,12 @@ export class WebhookService {
           if (!(error instanceof Unusable)) throw error;
           // Thrown before any state of the event was changed (ledger writes roll back to their savepoint).
           this.log.error({ eventId: event.id, type: event.type, err: error }, `webhook event not applied: ${error.message}`);
-          applied = { companyId: error.companyId, outcome: 'failed' };
+          applied = { companyId: error.companyId, outcome: 'failed', reason: error.message };
         }
+        if (applied.reason && applied.outcome !== 'failed') this.log.warn({ eventId: event.id, type: event.type }, `webhook event ignored: ${applied.reason}`);
         record.outcome = applied.outcome;
         record.companyId = applied.companyId;
+        record.reason = applied.reason ? clipText(applied.reason, 255) : null;
         await em.flush();
       });
     } catch (error) {
@@ -239,7 +250,7 @@ export class WebhookService {
       case 'customer.subscription.deleted':
         return this.subscriptionDeleted(object, created);
       case 'customer.subscription.trial_will_end':
-        return this.trialEnding(object);
+        return this.trialEnding(object, created);
       case 'payment_intent.succeeded':
         return this.paymentSucceeded(object);
       default:
@@ -289,8 +300,11 @@ export class WebhookService {
   }
 
   /**
-   * The credits of a paid top-up: once per payment intent, whichever of its
-   * two events comes first. The count in metadata must be a plain integer
+   * The credits of a paid top-up: once per top-up, whichever of its two
+   * events comes first. The key is the top-up id Atrium put in both events'
+   * metadata; a session opened before there were such ids keeps the key it
+   * had, its payment intent (else its session id), so a replay of its events
+   * never credits twice. The count in metadata must be a plain integer
    * within the top-up bounds, match the checkout Atrium opened when it is
    * known, and have been paid for: the amount and currency received are
    * what that many credits cost at TOPUP_PRICE_PER_CREDIT (the checkout's own
@@ -298,6 +312,8 @@ export class WebhookService {
    */
   private async creditTopup(companyId: string, metadata: Obj, paymentIntent: string, paid: { amount: unknown; currency: unknown }, opened: TopupSession | null): Promise<void> {
     const unusable = (why: string) => new Unusable(`top-up ${paymentIntent}: ${why}; nothing credited`, companyId);
+    const topupId = metadata.topup_id;
+    if (topupId !== undefined && (typeof topupId !== 'string' || !UUID_PATTERN.test(topupId))) throw unusable('metadata.topup_id is not an id Atrium writes');
     const text = metadata.credits;
     const { topupMinCredits: min, topupMaxCredits: max } = this.payments;
     if (typeof text !== 'string' || !CREDITS_TEXT.test(text)) throw unusable('metadata.credits is not a decimal integer');
@@ -310,7 +326,7 @@ export class WebhookService {
       throw unusable(`paid ${String(paid.amount)} ${String(paid.currency)}, ${credits} credits cost ${expected} ${currency}`);
     }
     try {
-      await this.ledger.topUp({ companyId, credits, key: paymentIntent });
+      await this.ledger.topUp({ companyId, credits, key: typeof topupId === 'string' ? `id:${topupId}` : paymentIntent });
     } catch (error) {
       // The balance's maximum (MAX_BALANCE): the same event would be refused on every retry.
       if (error instanceof AppError && error.code === 'validation_error') throw unusable(error.message);
@@ -326,7 +342,7 @@ export class WebhookService {
     if (session.payment_status === 'unpaid') {
       // A delayed payment method: no plan and no credits before the money (async_payment_succeeded or the first paid invoice).
       const sub = await this.subscriptionRow(companyId, customerId);
-      if (isStale(sub, created) || isLive(sub)) return { companyId, outcome: 'ignored' };
+      if (isStale(sub, created) || isLive(sub) || ended(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
       Object.assign(sub, { subscriptionId, status: 'incomplete', lastEventAt: created });
       return { companyId, outcome: 'applied' };
     }
@@ -336,6 +352,7 @@ export class WebhookService {
     const start = period.start ?? created;
     const end = period.end ?? addMonth(start);
     const sub = await this.subscriptionRow(companyId, customerId);
+    if (ended(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     Object.assign(sub, { subscriptionId, planId, status: expanded ? statusOf(expanded.status) : 'active', periodStart: start, periodEnd: end, lastEventAt: created });
     await this.accounts.setPlan(companyId, planId);
@@ -360,7 +377,7 @@ export class WebhookService {
     if (!first && invoice.billing_reason !== 'subscription_cycle') return { companyId, outcome: 'applied' };
     const period = invoicePeriod(invoice);
     const sub = await this.subscriptionRow(companyId, customerId);
-    if (otherThanLive(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
+    if (otherThanLive(sub, subscriptionId) || ended(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     // A late payment of an older invoice (its period ended before the one on record) is mirrored, and that is all:
     // the period never moves backwards, and the ledger would not allocate an older period anyway.
@@ -389,9 +406,11 @@ export class WebhookService {
     if (!companyId) return { companyId, outcome: 'unmatched' };
     await this.mirror(companyId, invoice, created);
     const customerId = idOf(invoice.customer);
-    if (!customerId) return { companyId, outcome: 'applied' };
+    // A one-off invoice (manual, or of no subscription) is mirrored and that is all: its failure says nothing of the
+    // subscription, and the payment_failed mail would tell the owners their subscription is past due.
+    if (!customerId || !subscriptionId || invoice.billing_reason === 'manual') return { companyId, outcome: 'applied' };
     const sub = await this.subscriptionRow(companyId, customerId);
-    if (another(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
+    if (another(sub, subscriptionId) || ended(sub, subscriptionId)) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     Object.assign(sub, { status: 'past_due', lastEventAt: created });
     await this.mail(companyId, 'payment_failed', sub, null);
@@ -408,16 +427,29 @@ export class WebhookService {
     if (another(sub, String(object.id)) && (isLive(sub) || !LIVE_STATUSES.includes(status))) {
       return { companyId, outcome: 'ignored' };
     }
+    if (ended(sub, String(object.id))) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
+    const wasLive = isLive(sub);
     const { price, quantity, unitAmount, currency } = subscriptionPrice(object);
+    // Checked before anything changes: a seat count the API cannot show (negative, fractional, huge) is ignored whole,
+    // answered 200 (a retry carries the same payload), and the reason recorded.
+    if (quantity !== null && !(Number.isInteger(quantity) && (quantity as number) >= 0 && (quantity as number) <= MAX_SEATS)) {
+      return { companyId, outcome: 'ignored', reason: `items.data[0].quantity ${clipText(String(quantity), 40)} is not an integer from 0 to ${MAX_SEATS}` };
+    }
+    const seats = (quantity as number | null) ?? sub.seats;
+    const recurring = unitAmount !== null && currency ? { unitAmount, priceCurrency: currency } : { unitAmount: sub.unitAmount, priceCurrency: sub.priceCurrency };
+    // MRR is the price times the seats: it must stay an amount the API can show.
+    if (recurring.unitAmount !== null && recurring.priceCurrency && microsFromMinor(recurring.unitAmount, recurring.priceCurrency) * seats > MAX_AMOUNT_MICROS) {
+      return { companyId, outcome: 'ignored', reason: `items.data[0].price.unit_amount times its quantity ${seats} is past the largest amount` };
+    }
     const period = subscriptionPeriod(object);
-    if (unitAmount !== null && currency) Object.assign(sub, { unitAmount, priceCurrency: currency });
+    Object.assign(sub, recurring);
     const planId = this.planOf(price, metadataOf(object)) ?? sub.planId;
     Object.assign(sub, {
       subscriptionId: String(object.id),
       planId,
       status,
-      seats: quantity ?? sub.seats,
+      seats,
       cancelAtPeriodEnd: object.cancel_at_period_end === true,
       trialEnd: time(object.trial_end),
       lastEventAt: created,
@@ -429,6 +461,9 @@ export class WebhookService {
     }
     // Only a subscription that is paid for (or trialing) gives its plan; an incomplete one waits for its payment.
     if (isLive(sub)) await this.accounts.setPlan(companyId, planId);
+    // One that stops being live (unpaid, paused, incomplete_expired, canceled) is not paid for: back on the default
+    // plan, as a deletion does, or the monthly job would give the paid plan's credits to a company that is not paying.
+    else if (wasLive) await this.accounts.setPlan(companyId, DEFAULT_PLAN);
     return { companyId, outcome: 'applied' };
   }
 
@@ -438,7 +473,8 @@ export class WebhookService {
     if (!companyId || !customerId) return { companyId, outcome: 'unmatched' };
     const sub = await this.subscriptionRow(companyId, customerId);
     // The end of another subscription (a duplicate, an old one) leaves the company's own as it is.
-    if (another(sub, String(object.id))) return { companyId, outcome: 'ignored' };
+    // A repeat of its end (another event id) mails no one twice.
+    if (another(sub, String(object.id)) || ended(sub, String(object.id))) return { companyId, outcome: 'ignored' };
     if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     Object.assign(sub, { status: 'cancelled', cancelAtPeriodEnd: false, lastEventAt: created });
     await this.mail(companyId, 'subscription_cancelled', sub, null);
@@ -458,12 +494,16 @@ export class WebhookService {
     return { companyId, outcome: 'applied' };
   }
 
-  private async trialEnding(object: Obj): Promise<Applied> {
+  private async trialEnding(object: Obj, created: Date): Promise<Applied> {
     const companyId = await this.companyOf(object);
     const customerId = idOf(object.customer);
     if (!companyId || !customerId) return { companyId, outcome: 'unmatched' };
     const sub = await this.subscriptionRow(companyId, customerId);
+    // The same checks as the other subscription events: another subscription's trial is not the company's.
+    if (another(sub, String(object.id)) || ended(sub, String(object.id))) return { companyId, outcome: 'ignored' };
+    if (isStale(sub, created)) return { companyId, outcome: 'stale' };
     sub.trialEnd = time(object.trial_end) ?? sub.trialEnd;
+    sub.lastEventAt = created;
     await this.mail(companyId, 'trial_ending_in_2d', sub, null);
     return { companyId, outcome: 'applied' };
   }
