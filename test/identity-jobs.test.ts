@@ -103,6 +103,7 @@ test('a serving boot schedules the mail, deletion, idle-session and cleanup swee
   await server.kernel.worker.drain();
   assert.deepEqual(await pending(server), [
     'billing.hold_expiry',
+    'bulk.upload_sweep',
     'identity.account_deletion',
     'identity.expired_link_cleanup',
     'identity.session_idle_expiry',

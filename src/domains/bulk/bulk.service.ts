@@ -30,7 +30,7 @@ import { UUID_PATTERN } from '../../ids';
 
 export const BULK_INGEST = 'bulk.ingest';
 export const BULK_PROCESS = 'bulk.process';
-export const BULK_UPLOAD_SWEEP = 'bulk.upload-sweep';
+export const BULK_UPLOAD_SWEEP = 'bulk.upload_sweep';
 /** How often uploads no job holds are looked for, and how long one must have been left untouched to go. */
 export const UPLOAD_SWEEP_SECONDS = 3600;
 export const PROMPT_TEMPLATE_MAX = 8000;
@@ -744,7 +744,7 @@ export class BulkService {
   }
 
   /**
-   * `bulk.upload-sweep`: removes uploads no job holds that nothing has
+   * `bulk.upload_sweep`: removes uploads no job holds that nothing has
    * written for an hour: a server killed while a file arrived, or a job whose
    * user or company was deleted before its rows were read (the row went with
    * them, the file did not). An upload still arriving is written to, so it
