@@ -422,14 +422,15 @@ test('fuzz: a NUL in each String argument (nested inputs and lists included) of 
   assert.equal(await snapshot(app), before, 'a refused operation wrote something');
 });
 
-test('other control characters are not refused: only U+0000 is', async (t) => {
+test('other control characters are not refused by the text screen: only U+0000 is (a name refuses them by its own rule)', async (t) => {
   const app = await build(t);
   const { token } = await cast(app);
   const res = await app.inject({ url: '/v1/admin/users?q=x%01y', headers: bearer(token) });
   assert.equal(res.statusCode, 200, res.body);
+  // Names (users, companies, keys) are shown in lists and mails, where a control character hides what follows: their own issue.
   const profile = await app.inject({ method: 'PATCH', url: '/v1/me/profile', headers: bearer(token), payload: { name: 'x\u0001y' } });
-  assert.equal(profile.statusCode, 200, profile.body);
-  assert.equal(profile.json().name, 'x\u0001y');
+  assert.equal(profile.statusCode, 422, profile.body);
+  assert.equal(profile.json().errors[0].type, 'string_hidden_character');
 });
 
 test('a lone UTF-16 surrogate (an unpaired \\ud800 escape) is 422 string_unicode on REST and GraphQL and writes nothing; a paired one is kept', async (t) => {
