@@ -1,40 +1,18 @@
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import Stripe from 'stripe';
 import type { FastifyInstance } from 'fastify';
 import { build } from './helper';
 import { inContext } from '../src/boot';
 import { assertInvalid, call, cast, gql, sql } from './admin-helper';
 import { assertLedgerAddsUp } from './ledger-helper';
-import { startFakeStripe } from './fake-stripe';
-import { loadPaymentsConfig } from '../src/domains/payments';
+import { deliver, event, stripeApp, subscriptionCheckout } from './stripe-helper';
 import { calendarPeriod } from '../src/domains/billing';
 import { UUID_PATTERN } from '../src/ids';
 
 /** The lifecycle of a subscription and a top-up through the webhook, and the reports that read them. */
 
-const WEBHOOK_SECRET = 'whsec_test_atrium';
 const day = 86400;
-let events = 0;
-
-async function stripeApp(t: TestContext, prices = 'starter:price_starter,professional:price_pro') {
-  const fake = await startFakeStripe();
-  t.after(() => fake.close());
-  const payments = loadPaymentsConfig({ STRIPE_SECRET_KEY: 'sk_test_atrium', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, STRIPE_PRICES: prices, STRIPE_API_URL: fake.url });
-  const app = await build(t, { payments });
-  return { app, fake, c: await cast(app) };
-}
-
-function event(type: string, object: Record<string, unknown>, created = Math.floor(Date.now() / 1000)) {
-  return { id: `evt_life_${++events}`, object: 'event', type, created, livemode: false, api_version: '2026-10-28.endive', data: { object } };
-}
-
-function deliver(app: FastifyInstance, body: unknown) {
-  const payload = JSON.stringify(body);
-  const signature = Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
-  return app.inject({ method: 'POST', url: '/v1/billing/webhook', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, payload });
-}
 
 /** Delivers and expects 200: Stripe retries anything else. */
 async function delivered(app: FastifyInstance, body: ReturnType<typeof event>) {
@@ -47,16 +25,6 @@ const outcomeOf = async (app: FastifyInstance, id: string) => (await sql<{ outco
 
 const mails = async (app: FastifyInstance, template: string) => (await sql(app, 'select 1 from mail_outbox where template = ?', [template])).length;
 
-const subscriptionCheckout = (companyId: string, subscription = 'sub_1', customer = 'cus_1') => ({
-  id: `cs_sub_${subscription}`,
-  object: 'checkout.session',
-  mode: 'subscription',
-  client_reference_id: companyId,
-  customer,
-  subscription,
-  metadata: { company_id: companyId, plan_id: 'professional' },
-  payment_status: 'paid',
-});
 
 function subscription(status: string, over: Record<string, unknown> = {}, item: Record<string, unknown> = {}) {
   return {

@@ -1,4 +1,4 @@
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Stripe from 'stripe';
 import type { FastifyInstance } from 'fastify';
@@ -6,61 +6,16 @@ import { build } from './helper';
 import { inContext } from '../src/boot';
 import { assertCode, assertInvalid, call, cast, sql } from './admin-helper';
 import { assertLedgerAddsUp } from './ledger-helper';
-import { startFakeStripe } from './fake-stripe';
-import { loadPaymentsConfig } from '../src/domains/payments';
+import { deliver, event, stripeApp, subscriptionCheckout, WEBHOOK_SECRET } from './stripe-helper';
 import { calendarPeriod } from '../src/domains/billing';
 import { sha256Hex } from '../src/auth/tokens';
 import { UUID_PATTERN } from '../src/ids';
-
-const WEBHOOK_SECRET = 'whsec_test_atrium';
-let events = 0;
-
-async function stripeApp(t: TestContext) {
-  const fake = await startFakeStripe();
-  t.after(() => fake.close());
-  const payments = loadPaymentsConfig({
-    STRIPE_SECRET_KEY: 'sk_test_atrium',
-    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    STRIPE_PRICES: 'starter:price_starter,professional:price_pro',
-    STRIPE_API_URL: fake.url,
-  });
-  const app = await build(t, { payments });
-  return { app, fake, c: await cast(app) };
-}
-
-function event(type: string, object: Record<string, unknown>, created = Math.floor(Date.now() / 1000), id = `evt_${++events}`) {
-  return { id, object: 'event', type, created, livemode: false, api_version: '2026-10-28.endive', data: { object } };
-}
-
-function deliver(app: FastifyInstance, body: unknown, options: { secret?: string; timestamp?: number; signature?: string | null } = {}) {
-  const payload = JSON.stringify(body);
-  const signature =
-    options.signature === undefined
-      ? Stripe.webhooks.generateTestHeaderString({ payload, secret: options.secret ?? WEBHOOK_SECRET, ...(options.timestamp ? { timestamp: options.timestamp } : {}) })
-      : options.signature;
-  return app.inject({
-    method: 'POST',
-    url: '/v1/billing/webhook',
-    headers: { 'content-type': 'application/json', ...(signature === null ? {} : { 'stripe-signature': signature }) },
-    payload,
-  });
-}
 
 async function outbox(app: FastifyInstance, template: string) {
   return sql<{ to_address: string; subject: string; text: string; html: string }>(app, 'select * from mail_outbox where template = ? order by created_at', [template]);
 }
 
 const day = 86400;
-const subscriptionCheckout = (companyId: string, subscription = 'sub_1', customer = 'cus_1') => ({
-  id: `cs_sub_${subscription}`,
-  object: 'checkout.session',
-  mode: 'subscription',
-  client_reference_id: companyId,
-  customer,
-  subscription,
-  metadata: { company_id: companyId, plan_id: 'professional' },
-  payment_status: 'paid',
-});
 
 function invoice(id: string, customer: string, subscription: string, reason: string, start: number, status = 'paid') {
   return {
