@@ -6,7 +6,7 @@ import { build } from './helper';
 import { inContext } from '../src/boot';
 import { assertInvalid, call, cast, gql, sql } from './admin-helper';
 import { assertLedgerAddsUp } from './ledger-helper';
-import { deliver, event, stripeApp, subscriptionCheckout } from './stripe-helper';
+import { deliver, event, invoice, stripeApp, subscriptionCheckout } from './stripe-helper';
 import { calendarPeriod } from '../src/domains/billing';
 import { UUID_PATTERN } from '../src/ids';
 
@@ -36,23 +36,6 @@ function subscription(status: string, over: Record<string, unknown> = {}, item: 
     metadata: {},
     items: { object: 'list', data: [{ id: 'si_1', price: { id: 'price_pro', unit_amount: 4900, currency: 'usd' }, quantity: 1, ...item }] },
     ...over,
-  };
-}
-
-function invoice(id: string, subscriptionId: string | null, reason: string, start: number, status = 'paid') {
-  return {
-    id,
-    object: 'invoice',
-    customer: 'cus_1',
-    number: `INV-${id}`,
-    status,
-    billing_reason: reason,
-    amount_due: 4900,
-    amount_paid: status === 'paid' ? 4900 : 0,
-    currency: 'usd',
-    created: start,
-    ...(subscriptionId ? { parent: { type: 'subscription_details', subscription_details: { subscription: subscriptionId, metadata: {} } } } : {}),
-    lines: { object: 'list', data: [{ id: `il_${id}`, period: { start, end: start + 30 * day }, pricing: { price_details: { price: 'price_pro' } } }] },
   };
 }
 
@@ -105,14 +88,14 @@ test('a deleted subscription stays cancelled: a late paid invoice or a later upd
   const { app, c } = await stripeApp(t);
   const base = Math.floor(+calendarPeriod(new Date()).periodStart / 1000);
   await delivered(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), base + 60));
-  await delivered(app, event('invoice.payment_succeeded', invoice('in_1', 'sub_1', 'subscription_create', base + 60), base + 65));
-  await delivered(app, event('invoice.payment_failed', invoice('in_2', 'sub_1', 'subscription_cycle', base + 60 + 30 * day, 'open'), base + 100));
+  await delivered(app, event('invoice.payment_succeeded', invoice('in_1', 'cus_1', 'sub_1', 'subscription_create', base + 60), base + 65));
+  await delivered(app, event('invoice.payment_failed', invoice('in_2', 'cus_1', 'sub_1', 'subscription_cycle', base + 60 + 30 * day, 'open'), base + 100));
   await delivered(app, event('customer.subscription.deleted', subscription('canceled'), base + 110));
   const cancelled = await summaryOf(app, c.tokens.ownerA);
   assert.deepEqual([cancelled.status, cancelled.plan.id], ['cancelled', 'starter']);
   const balance = app.domains.billing.ledger.balance(c.a.companyId);
 
-  const latePayment = await delivered(app, event('invoice.payment_succeeded', invoice('in_2', 'sub_1', 'subscription_cycle', base + 60 + 30 * day), base + 120));
+  const latePayment = await delivered(app, event('invoice.payment_succeeded', invoice('in_2', 'cus_1', 'sub_1', 'subscription_cycle', base + 60 + 30 * day), base + 120));
   assert.equal((await outcomeOf(app, latePayment))!.outcome, 'ignored');
   const update = await delivered(app, event('customer.subscription.updated', subscription('active'), base + 130));
   assert.equal((await outcomeOf(app, update))!.outcome, 'ignored');
@@ -160,19 +143,19 @@ test('an invoice without a subscription (manual, or none named) is mirrored and 
   const { app, c } = await stripeApp(t);
   const now = Math.floor(Date.now() / 1000);
   await delivered(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), now - 100));
-  const noSubscription = await delivered(app, event('invoice.payment_failed', invoice('in_manual', null, 'manual', now - 90, 'open'), now - 90));
+  const noSubscription = await delivered(app, event('invoice.payment_failed', invoice('in_manual', 'cus_1', null, 'manual', now - 90, 'open'), now - 90));
   assert.equal((await outcomeOf(app, noSubscription))!.outcome, 'applied');
   // Manual, though it names the subscription (Stripe fills it in for an invoice of its customer).
-  await delivered(app, event('invoice.payment_failed', invoice('in_manual2', 'sub_1', 'manual', now - 80, 'open'), now - 80));
+  await delivered(app, event('invoice.payment_failed', invoice('in_manual2', 'cus_1', 'sub_1', 'manual', now - 80, 'open'), now - 80));
   assert.equal((await summaryOf(app, c.tokens.ownerA)).status, 'active');
   assert.equal(await mails(app, 'payment_failed'), 0);
   const invoices = (await call(app, c.tokens.ownerA, 'GET', '/v1/admin/billing/invoices')).json();
   assert.deepEqual(invoices.items.map((i: { id: string; status: string }) => [i.id, i.status]).sort(), [['in_manual', 'open'], ['in_manual2', 'open']]);
 
   // A failed renewal makes it past due; paying a manual invoice afterwards does not clear that.
-  await delivered(app, event('invoice.payment_failed', invoice('in_cycle', 'sub_1', 'subscription_cycle', now - 70, 'open'), now - 70));
+  await delivered(app, event('invoice.payment_failed', invoice('in_cycle', 'cus_1', 'sub_1', 'subscription_cycle', now - 70, 'open'), now - 70));
   assert.equal((await summaryOf(app, c.tokens.ownerA)).status, 'past_due');
-  await delivered(app, event('invoice.payment_succeeded', invoice('in_manual', null, 'manual', now - 60), now - 60));
+  await delivered(app, event('invoice.payment_succeeded', invoice('in_manual', 'cus_1', null, 'manual', now - 60), now - 60));
   assert.equal((await summaryOf(app, c.tokens.ownerA)).status, 'past_due');
   assert.equal(await mails(app, 'payment_failed'), 1);
 });
@@ -342,15 +325,15 @@ test('failed_payments30d counts only failed payments applied to a company: unmat
   const now = Math.floor(Date.now() / 1000);
   const failed = async () => (await call(app, c.tokens.superadmin, 'GET', '/v1/admin/billing/overview')).json().failed_payments30d;
   await delivered(app, event('checkout.session.completed', subscriptionCheckout(c.a.companyId), now - 100));
-  const unmatched = await delivered(app, event('invoice.payment_failed', { ...invoice('in_x', 'sub_x', 'subscription_cycle', now, 'open'), customer: 'cus_of_someone_else' }, now - 90));
+  const unmatched = await delivered(app, event('invoice.payment_failed', invoice('in_x', 'cus_of_someone_else', 'sub_x', 'subscription_cycle', now, 'open'), now - 90));
   assert.equal((await outcomeOf(app, unmatched))!.outcome, 'unmatched');
-  const ignored = await delivered(app, event('invoice.payment_failed', invoice('in_other', 'sub_other', 'subscription_cycle', now, 'open'), now - 80));
+  const ignored = await delivered(app, event('invoice.payment_failed', invoice('in_other', 'cus_1', 'sub_other', 'subscription_cycle', now, 'open'), now - 80));
   assert.equal((await outcomeOf(app, ignored))!.outcome, 'ignored');
-  await delivered(app, event('invoice.payment_succeeded', invoice('in_2', 'sub_1', 'subscription_cycle', now), now - 10));
-  const stale = await delivered(app, event('invoice.payment_failed', invoice('in_2', 'sub_1', 'subscription_cycle', now, 'open'), now - 20));
+  await delivered(app, event('invoice.payment_succeeded', invoice('in_2', 'cus_1', 'sub_1', 'subscription_cycle', now), now - 10));
+  const stale = await delivered(app, event('invoice.payment_failed', invoice('in_2', 'cus_1', 'sub_1', 'subscription_cycle', now, 'open'), now - 20));
   assert.equal((await outcomeOf(app, stale))!.outcome, 'stale');
   assert.equal(await failed(), 0);
-  await delivered(app, event('invoice.payment_failed', invoice('in_3', 'sub_1', 'subscription_cycle', now + 30 * day, 'open'), now));
+  await delivered(app, event('invoice.payment_failed', invoice('in_3', 'cus_1', 'sub_1', 'subscription_cycle', now + 30 * day, 'open'), now));
   assert.equal(await failed(), 1);
 });
 

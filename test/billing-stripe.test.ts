@@ -6,7 +6,7 @@ import { build } from './helper';
 import { inContext } from '../src/boot';
 import { assertCode, assertInvalid, call, cast, sql } from './admin-helper';
 import { assertLedgerAddsUp } from './ledger-helper';
-import { deliver, event, stripeApp, subscriptionCheckout, WEBHOOK_SECRET } from './stripe-helper';
+import { deliver, event, invoice, stripeApp, subscriptionCheckout, WEBHOOK_SECRET } from './stripe-helper';
 import { calendarPeriod } from '../src/domains/billing';
 import { sha256Hex } from '../src/auth/tokens';
 import { UUID_PATTERN } from '../src/ids';
@@ -16,24 +16,6 @@ async function outbox(app: FastifyInstance, template: string) {
 }
 
 const day = 86400;
-
-function invoice(id: string, customer: string, subscription: string, reason: string, start: number, status = 'paid') {
-  return {
-    id,
-    object: 'invoice',
-    customer,
-    number: `INV-${id}`,
-    status,
-    billing_reason: reason,
-    amount_due: 4900,
-    amount_paid: status === 'paid' ? 4900 : 0,
-    currency: 'usd',
-    created: start,
-    hosted_invoice_url: `https://invoice.stripe.test/${id}`,
-    parent: { type: 'subscription_details', subscription_details: { subscription, metadata: {} } },
-    lines: { object: 'list', data: [{ id: `il_${id}`, period: { start, end: start + 30 * day }, pricing: { price_details: { price: 'price_pro' } } }] },
-  };
-}
 
 test('on-premise mode: the processor operations answer 503 and a plan change applies at once', async (t) => {
   const app = await build(t);

@@ -51,3 +51,24 @@ export const subscriptionCheckout = (companyId: string, subscription = 'sub_1', 
   metadata: { company_id: companyId, plan_id: 'professional' },
   payment_status: 'paid',
 });
+
+const DAY = 86400;
+
+/** An invoice of `customer` for a month from `start` (a subscription's when `subscription` is given), 49.00 USD. */
+export function invoice(id: string, customer: string, subscription: string | null, reason: string, start: number, status = 'paid') {
+  return {
+    id,
+    object: 'invoice',
+    customer,
+    number: `INV-${id}`,
+    status,
+    billing_reason: reason,
+    amount_due: 4900,
+    amount_paid: status === 'paid' ? 4900 : 0,
+    currency: 'usd',
+    created: start,
+    hosted_invoice_url: `https://invoice.stripe.test/${id}`,
+    ...(subscription ? { parent: { type: 'subscription_details', subscription_details: { subscription, metadata: {} } } } : {}),
+    lines: { object: 'list', data: [{ id: `il_${id}`, period: { start, end: start + 30 * DAY }, pricing: { price_details: { price: 'price_pro' } } }] },
+  };
+}
