@@ -8,6 +8,7 @@ import { AppError } from '../errors/catalog';
 import { toAppError } from '../errors/to-app-error';
 import type { ServerSideLog } from '../errors/server-side-log';
 import { sendProblem } from './problem';
+import { lazyChild } from './lazy-logger';
 import { anonymous, type Principal, type RequestMeta } from '../auth/principal';
 import type { AccessService } from '../domains/identity';
 import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
@@ -235,9 +236,10 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
 
     /** Errors of an operation, GraphQL-shaped, with the HTTP status a refusal before execution deserves. */
     const errorFormatter = (execution: ExecutionResult, context: MercuriusContext) => {
-      // A socket operation has no request logger of its own: its request id goes on the line all the same.
+      // A socket operation has no request logger of its own: its request id goes on the line all the same
+      // (a child built only if a line is written: most errors are the client's and log nothing).
       const meta = (context as Partial<GraphQLContext>).meta;
-      const log = context.reply?.log ?? (meta ? app.log.child({ reqId: meta.requestId }) : app.log);
+      const log = context.reply?.log ?? (meta ? lazyChild(app.log, { reqId: meta.requestId }) : app.log);
       // The operation's caller (a socket's from its connection), else the request's; unknown is anonymous.
       const caller = (context as Partial<GraphQLContext>).principal ?? context.reply?.request.principal ?? anonymous;
       const hidden = { hideSchema: !gate.mayIntrospect(caller) };

@@ -63,5 +63,8 @@ class LazyRequestLogger {
   }
 }
 
-export const lazyChildLogger: FastifyChildLoggerFactory = (logger, bindings, options) =>
-  new LazyRequestLogger(logger, bindings, options) as unknown as FastifyBaseLogger;
+/** A child of `parent` bound to `bindings`, built on its first line. */
+export const lazyChild = (parent: FastifyBaseLogger, bindings: Bindings, options?: ChildOptions): FastifyBaseLogger =>
+  new LazyRequestLogger(parent, bindings, options) as unknown as FastifyBaseLogger;
+
+export const lazyChildLogger: FastifyChildLoggerFactory = (logger, bindings, options) => lazyChild(logger, bindings, options);
