@@ -446,8 +446,9 @@ export class BulkService {
     } catch (error) {
       if (!isAppError(error)) throw error; // an I/O failure: retried
       await this.writer.write((sql) => {
+        // The upload goes below, so no row names it any more.
         const failed = sql.run(
-          "update bulk_jobs set status = 'failed', error = ?, finished_at = ?, updated_at = ? where id = ? and status in ('queued', 'running')",
+          "update bulk_jobs set status = 'failed', error = ?, upload_path = null, finished_at = ?, updated_at = ? where id = ? and status in ('queued', 'running')",
           error.message,
           Date.now(),
           Date.now(),
