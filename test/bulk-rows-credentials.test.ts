@@ -10,6 +10,7 @@ import { makeCsv, multipartForm } from './fixtures/document-files';
 import Database from 'better-sqlite3';
 import { SOCKET_RECHECK_MS } from '../src/host/live-credentials';
 import { EXTERNAL_WRITES_SEEN_MS } from '../src/db/change-signal';
+import { PROBLEM_DETAILS_SINCE, SUPPORTED_API_VERSIONS } from '../src/version';
 
 /**
  * A live NDJSON rows stream (GET /v1/bulk/jobs/{id}/rows) is a live
@@ -26,12 +27,12 @@ interface RowsStream {
 }
 
 /** Follows the rows over a real connection, as a dashboard does; `ended` resolves with the time the response ended. */
-function follow(port: number, id: string, token: string): RowsStream {
+function follow(port: number, id: string, token: string, headers: Record<string, string> = {}): RowsStream {
   const lines: Record<string, unknown>[] = [];
   let buffer = '';
   const ended = new Promise<number>((resolve, reject) => {
     http
-      .get({ host: '127.0.0.1', port, path: `/v1/bulk/jobs/${id}/rows`, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      .get({ host: '127.0.0.1', port, path: `/v1/bulk/jobs/${id}/rows`, headers: { ...headers, authorization: `Bearer ${token}` } }, (res) => {
         assert.equal(res.statusCode, 200);
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
@@ -98,6 +99,18 @@ test('a live rows stream ends (last line 401 token_invalid) the moment its compa
   const revoked = await call(app, tokens.ownerA, 'DELETE', `/v1/admin/api-keys/${keyA.id}`);
   assert.equal(revoked.statusCode, 204, revoked.body);
   await assertEndedWith(app, stream, revokedAt, 'token_invalid', 401, id);
+});
+
+test('a rows stream pinned before problem details ends with a LegacyError line {detail, code}, as its error answers are', async (t) => {
+  const { app, port, tokens, keyA } = await slowJobServer(t);
+  const legacy = SUPPORTED_API_VERSIONS.find((version) => version < PROBLEM_DETAILS_SINCE)!;
+  const id = await submitJob(app, tokens.keyA);
+  const stream = follow(port, id, tokens.keyA, { 'x-service-api-version': legacy });
+  await until(() => stream.lines.length >= 2, 'two rows');
+  assert.equal((await call(app, tokens.ownerA, 'DELETE', `/v1/admin/api-keys/${keyA.id}`)).statusCode, 204);
+  await stream.ended;
+  assert.deepEqual(Object.keys(stream.lines.at(-1)!.error as object).sort(), ['code', 'detail']);
+  assert.equal((stream.lines.at(-1)!.error as { code: string }).code, 'token_invalid');
 });
 
 test('a live rows stream ends (last line 401 token_invalid) the moment its session is logged out', async (t) => {

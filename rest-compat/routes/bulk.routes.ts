@@ -5,7 +5,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { path, type RestRoute } from '../route';
 import { pageArgs } from '../pagination';
 import { AppError } from '../../src/errors/catalog';
-import { problemBody } from '../../src/host/problem';
+import { errorBody } from '../../src/host/problem';
+import { PROBLEM_DETAILS_SINCE } from '../../src/version';
 import { isAppError } from '../../src/errors/catalog';
 import { COLUMN_NAME_MAX, PROMPT_TEMPLATE_MAX, TABLE_MIME, type BulkJobView, type BulkRowView, type TableKind } from '../../src/domains/bulk';
 import { MODEL_NAME_MAX } from '../../src/domains/catalog';
@@ -213,7 +214,7 @@ async function rows(request: FastifyRequest, reply: FastifyReply) {
     stop.abort();
     watch?.stop();
     app.stopping.removeEventListener('abort', stopping);
-    if (ending && !raw.destroyed) raw.write(`${JSON.stringify({ error: problemBody(ending(), request, app.config.docsUrl) })}\n`);
+    if (ending && !raw.destroyed) raw.write(`${JSON.stringify({ error: errorBody(ending(), request, app.config.docsUrl).body })}\n`);
     raw.end();
   }
 }
@@ -421,7 +422,7 @@ export const bulkRoutes: RestRoute[] = [
         type: 'string',
         description:
           'One JSON object a line: {row, status, input, output, error, tokens, credits_used}; a failure after the stream began, a credential or access that ended, ' +
-          'or a server that stops is a last line {error: <problem details>}',
+          `or a server that stops is a last line {error: <problem details>} (a LegacyError for a client pinned before ${PROBLEM_DETAILS_SINCE})`,
       },
     },
     raw: rows,
