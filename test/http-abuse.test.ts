@@ -308,6 +308,21 @@ test('a superadmin company_id naming no company is 404 not_found on /admin/users
   assert.equal(onlyB.json().total, 1);
 });
 
+test('a member is 403 on every administration page, whichever company its company_id names, REST and GraphQL', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const pages = ['/v1/admin/overview', '/v1/admin/users', '/v1/admin/security/policy', '/v1/admin/security/sessions', '/v1/admin/connectors', '/v1/admin/billing/summary'];
+  for (const url of pages) {
+    for (const company of ['', `?company_id=${c.a.companyId}`, `?company_id=${c.b.companyId}`, `?company_id=${randomUUID()}`]) {
+      assertProblem(await call(app, c.tokens.memberA, 'GET', `${url}${company}`), 403, 'forbidden');
+    }
+  }
+  for (const field of ['adminOverview(companyId: $id) { companyId }', 'adminUsers(companyId: $id) { total }', 'securityPolicy(companyId: $id) { companyId }', 'connectors(companyId: $id) { name }']) {
+    const res = await gql(app, c.tokens.memberA, `query ($id: ID) { ${field} }`, { id: c.b.companyId });
+    assert.equal(res.errors?.[0]?.extensions.code, 'forbidden', field);
+  }
+});
+
 // --- Refusals of node's HTTP parser, on a real socket ---
 
 interface RawAnswer {

@@ -76,18 +76,19 @@ export class CompanyAdminService {
    * The company an administration call of a company's settings (security
    * policy, connectors, the overview) is about: the caller's own for its
    * owners, admins and keys, or with `companyId` any existing company for a
-   * superadmin. Another company named by anyone else is 404, as every other
-   * company id a caller may not see (nothing tells it exists); a missing one
-   * is 404 too.
+   * superadmin. Members are 403. Another company named by an owner, admin or
+   * key is 404, as every other company id a caller may not see (nothing
+   * tells it exists); a missing one is 404 too.
    */
   async managedCompanyId(principal: Principal, companyId: string | null | undefined): Promise<string> {
     const caller = requireAuthenticated(principal);
     const superadmin = isSuperadmin(caller);
+    // The role first, as on every other administration page: a member is 403 whichever company it names.
+    if (!superadmin && caller.role !== 'admin' && caller.role !== 'owner') throw new AppError('forbidden', 'Admin role required');
     if (companyId && companyId !== caller.companyId) {
       if (!superadmin) throw new AppError('not_found', 'No such company');
       return this.existingCompanyId(companyId);
     }
-    if (!superadmin && caller.role !== 'admin' && caller.role !== 'owner') throw new AppError('forbidden', 'Admin role required');
     return caller.companyId;
   }
 
