@@ -375,6 +375,26 @@ test('document errors are HTTP 400 with errors', async (t) => {
   assert.equal(badVariable.errors![0]!.extensions.code, 'bad_request');
 });
 
+test('a GET /graphql whose document names no runnable operation is 400 bad_request, as over POST, never a 500', async (t) => {
+  const app = await build(t);
+  const cases = [
+    { query: 'query A { health { status } } query B { health { status } }', message: 'Must provide operation name if query contains multiple operations.' },
+    { query: 'query A { health { status } }', operationName: 'B', message: 'Unknown operation named "B".' },
+    { query: 'query A { health { status } } mutation M { logout }', message: 'Must provide operation name if query contains multiple operations.' },
+  ];
+  for (const { query, operationName, message } of cases) {
+    for (const method of ['GET', 'POST'] as const) {
+      const res =
+        method === 'GET'
+          ? await app.inject({ method, url: '/graphql', query: { query, ...(operationName ? { operationName } : {}) } })
+          : await app.inject({ method, url: '/graphql', payload: { query, operationName } });
+      assert.equal(res.statusCode, 400, `${method} ${query}: ${res.body}`);
+      assert.equal(res.json().errors[0].extensions.code, 'bad_request');
+      assert.equal(res.json().errors[0].message, message);
+    }
+  }
+});
+
 test('a mutation over GET /graphql is refused', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);

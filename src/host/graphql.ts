@@ -185,7 +185,7 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
           try {
             const read = gate.read(query);
             const operation = gate.operation(read, operationName, variables);
-            if (!operation) continue; // no operation to choose: the executor refuses it, running nothing
+            if (!operation) throw noOperation(read.operations.length, operationName);
             if (operation.kind === 'subscription') {
               throw new AppError('bad_request', 'A subscription needs a WebSocket (graphql-transport-ws) on /graphql, not an HTTP request');
             }
@@ -209,6 +209,17 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
         done();
       };
       next(request.principal);
+    };
+    /**
+     * No operation to run: refused here, in graphql-js' words, on GET as on POST (mercurius' check
+     * that a GET runs only queries reads the operation before anything validates that there is one).
+     */
+    const noOperation = (operations: number, operationName: unknown): AppError => {
+      if (typeof operationName === 'string' && operationName) {
+        const name = operationName.length > 100 ? `${operationName.slice(0, 100)}…` : operationName;
+        return new AppError('bad_request', `Unknown operation named "${name}".`);
+      }
+      return new AppError('bad_request', operations ? 'Must provide operation name if query contains multiple operations.' : 'Must provide an operation.');
     };
     app.addHook('onRoute', (route) => {
       if (route.url !== '/graphql') return;
