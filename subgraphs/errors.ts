@@ -21,6 +21,9 @@ export function withoutSuggestions(message: string): string {
  * `hideSchema`: the caller may not introspect, so graphql-js' own messages
  * lose their suggestions.
  */
+/** A mutation (or subscription) sent with GET: 405, on /graphql and on a standalone subgraph alike. */
+export const onlyQueriesOverGet = (): AppError => new AppError('method_not_allowed', 'Only queries may be sent with GET; use POST');
+
 export function toGraphQLError(
   error: GraphQLError,
   log: ServerSideLog,

@@ -22,7 +22,8 @@ import { OperationGate } from './policy/gate';
 import { federatedSchema, resolverInstances, subgraphNames, type SubgraphName } from './build-subgraph';
 import { buildSubgraphs, subgraphDefinitions } from './supergraph';
 import { createContext, ResolverContainer, type GraphQLContext } from './context';
-import { toGraphQLError, withoutSuggestions } from './errors';
+import { onlyQueriesOverGet, toGraphQLError, withoutSuggestions } from './errors';
+import { parseJsonBody } from '../src/json-body';
 
 export interface ServeSubgraphOptions {
   host: string;
@@ -159,8 +160,11 @@ async function serveOn(
     error: (obj: object, msg: string) => logger.error(obj as Record<string, unknown>, msg),
     warn: (obj: object, msg: string) => logger.warn(obj as Record<string, unknown>, msg),
   };
-  /** The budget each request spent, shown in its response headers as the main server does. */
-  const spent = new WeakMap<GraphQLContext, BudgetHit[]>();
+  /**
+   * The budget each request spent, shown in its response headers as the main server does. Keyed by
+   * the context's `meta`: @apollo/server hands the plugins a shallow copy of the context, not the one built.
+   */
+  const spent = new WeakMap<GraphQLContext['meta'], BudgetHit[]>();
 
   // The policy layer, as over /graphql: the request's budget when it arrives, then the
   // operation's stricter budgets and the MFA-enrolment rule once the document is known.
@@ -168,21 +172,22 @@ async function serveOn(
     async requestDidStart() {
       return {
         async didResolveOperation({ document, request, contextValue }) {
-          const hits = spent.get(contextValue) ?? [];
+          const hits = spent.get(contextValue.meta) ?? [];
           try {
             // Read already (executeHTTPGraphQLRequest); the cost is checked with the request's variables.
             const operation = gate.operation(gate.readDocument(document), request.operationName, request.variables);
             if (!operation) throw new AppError('bad_request', 'The document has several operations: name one in operationName');
+            if (operation.kind === 'subscription') {
+              throw new AppError('bad_request', "A subgraph serves no subscriptions: subscribe over a WebSocket (graphql-transport-ws) on the main server's /graphql");
+            }
             const admitted: Principal = await gate.admit(operation, contextValue.principal, contextValue.meta.ip, {
               spend: true,
               enrollment: true,
               show: (hit) => hits.push(hit),
             });
             contextValue.principal = admitted;
-            if (operation.kind !== 'subscription') {
-              contextValue.run = gate.scheduler.schedule(operation.cost);
-              await contextValue.run?.granted;
-            }
+            contextValue.run = gate.scheduler.schedule(operation.cost);
+            await contextValue.run?.granted;
           } catch (error) {
             throw httpError(error);
           }
@@ -194,7 +199,7 @@ async function serveOn(
           for (const error of errors) if (!isAppError(error.originalError)) error.message = withoutSuggestions(error.message);
         },
         async willSendResponse({ response, contextValue }) {
-          for (const hit of spent.get(contextValue) ?? []) {
+          for (const hit of spent.get(contextValue.meta) ?? []) {
             for (const [name, value] of Object.entries(Budgets.headers(hit))) response.http.headers.set(name, value);
           }
         },
@@ -204,13 +209,20 @@ async function serveOn(
 
   const server = new UnitOfWorkServer(options.orm, gate, {
     schema,
-    // 'authenticated' is the gate's to decide, as on /graphql.
-    introspection: options.limits.introspection !== 'off',
+    // Every setting is the gate's to decide, as on /graphql: Apollo's own refusal of 'off' would be a 400, not 403 introspection_disabled.
+    introspection: true,
     parseOptions: { maxTokens: options.limits.maxTokens },
     // No HTML sandbox (it loads from a CDN); no ftv1 resolver timings for any caller who asks.
     plugins: [ApolloServerPluginLandingPageDisabled(), ApolloServerPluginInlineTraceDisabled(), policy],
     // The same error shape as /graphql: the catalog code in extensions.code.
-    formatError: (formatted, error) => (error instanceof GraphQLError ? toGraphQLError(error, log).toJSON() : formatted),
+    formatError: (formatted, error) => {
+      if (!(error instanceof GraphQLError)) return formatted;
+      // Apollo refuses a mutation over GET itself (405, Allow: POST), before any plugin runs: /graphql's error for it.
+      if ((error.extensions.http as { status?: number } | undefined)?.status === 405) {
+        return toGraphQLError(new GraphQLError(error.message, { originalError: onlyQueriesOverGet() }), log).toJSON();
+      }
+      return toGraphQLError(error, log).toJSON();
+    },
   });
 
   const trust = proxyTrust(options.trustProxy);
@@ -227,7 +239,7 @@ async function serveOn(
     const hit = options.budgets.hit('default', principal, ip);
     if (!hit.allowed) throw httpError(Budgets.refusal(hit), hit);
     const created = createContext(container, principal, meta);
-    spent.set(created, [hit]);
+    spent.set(created.meta, [hit]);
     return created;
   };
   const httpServer = http.createServer((req, res) => void serveHttp(server, req, res, options.bodyLimitBytes, context, log));
@@ -284,7 +296,7 @@ async function serveHttp(
   }
 }
 
-/** The request's JSON body (undefined when it is not JSON: Apollo refuses that), at most `limit` bytes. */
+/** The request's JSON body (undefined when it is not JSON: Apollo refuses that), at most `limit` bytes, read as the main server reads it. */
 async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   const tooLarge = () => new AppError('payload_too_large', `The request body is larger than the server accepts (${limit} bytes)`);
   const declared = Number(req.headers['content-length']);
@@ -296,15 +308,9 @@ async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknow
     if (size > limit) throw tooLarge();
     chunks.push(chunk);
   }
-  const [type, ...parameters] = String(req.headers['content-type'] ?? '').split(';');
-  if (type!.trim().toLowerCase() !== 'application/json' || size === 0) return undefined;
-  const charset = parameters.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith('charset='))?.slice('charset='.length);
-  if (charset && charset !== 'utf-8' && charset !== 'utf8') throw new AppError('unsupported_media_type', 'Send the body as UTF-8 JSON');
-  try {
-    return JSON.parse(Buffer.concat(chunks, size).toString('utf8')) as unknown;
-  } catch {
-    throw new AppError('malformed_json', 'The body is not valid JSON');
-  }
+  const contentType = req.headers['content-type'];
+  if (String(contentType ?? '').split(';', 1)[0]!.trim().toLowerCase() !== 'application/json' || size === 0) return undefined;
+  return parseJsonBody(Buffer.concat(chunks, size), contentType);
 }
 
 /** The subgraph's URL, as a gateway configures it. */

@@ -133,3 +133,61 @@ test('a standalone subgraph answers mfa_enrollment_required as /graphql does, an
   assert.deepEqual(graphqlMe.data, { me: { role: 'OWNER' } });
   assert.deepEqual(subgraphMe, graphqlMe);
 });
+
+/** The same raw request to /graphql and to the subgraph: status and first error code of each. */
+async function bothAnswer(main: FastifyInstance, url: string, request: { method: 'GET' | 'POST'; query?: Record<string, string>; body?: Buffer | string; token?: string }) {
+  const headers: Record<string, string> = { ...(request.body !== undefined ? { 'content-type': 'application/json' } : {}), ...(request.token ? { authorization: `Bearer ${request.token}` } : {}) };
+  const search = request.query ? `?${new URLSearchParams(request.query)}` : '';
+  const viaMain = await main.inject({ method: request.method, url: `/graphql${search}`, headers, ...(request.body !== undefined ? { payload: request.body } : {}) });
+  // Apollo asks a GET for a preflight header (its CSRF rule); a gateway sends one.
+  const viaSub = await fetch(`${url}${search}`, { method: request.method, headers: { ...headers, 'apollo-require-preflight': '1' }, ...(request.body !== undefined ? { body: request.body } : {}) });
+  const subBody = (await viaSub.json()) as { errors?: { extensions: { code: string } }[] };
+  return {
+    main: { status: viaMain.statusCode, code: (viaMain.json() as typeof subBody).errors?.[0]?.extensions.code },
+    subgraph: { status: viaSub.status, code: subBody.errors?.[0]?.extensions.code },
+  };
+}
+
+test('a standalone subgraph refuses what /graphql refuses with the same status and code: GET mutations, subscriptions, bodies that are not UTF-8 JSON', async (t) => {
+  const { main, other, url } = await appWithSubgraph(t);
+  await seedOwner(main, 'refusals@example.com');
+  await seedOwner(other, 'refusals@example.com');
+  const token = (await login(main, 'refusals@example.com')).access_token;
+  const otherToken = (await login(other, 'refusals@example.com')).access_token;
+  const cases = [
+    { what: 'a mutation over GET', request: { method: 'GET' as const, query: { query: 'mutation { logout }' } }, status: 405, code: 'method_not_allowed' },
+    { what: 'a subscription over HTTP', request: { method: 'POST' as const, body: JSON.stringify({ query: 'subscription { auditEvents { action } }' }) }, status: 400, code: 'bad_request' },
+    { what: 'invalid UTF-8', request: { method: 'POST' as const, body: Buffer.concat([Buffer.from('{"query":"{ me { role } }","x":"'), Buffer.from([0xff]), Buffer.from('"}')]) }, status: 400, code: 'malformed_json' },
+    { what: 'a __proto__ key', request: { method: 'POST' as const, body: '{"query":"{ me { role } }","__proto__":{"x":1}}' }, status: 400, code: 'malformed_json' },
+  ];
+  for (const { what, request, status, code } of cases) {
+    const answers = await bothAnswer(main, url, { ...request, token });
+    assert.deepEqual(answers.main, { status, code }, `/graphql, ${what}`);
+    const again = await bothAnswer(other, url, { ...request, token: otherToken });
+    assert.deepEqual(again.subgraph, { status, code }, `the subgraph, ${what}`);
+  }
+});
+
+test('a standalone subgraph with introspection off answers 403 introspection_disabled, as /graphql does', async (t) => {
+  const main = await build(t);
+  const limits = { ...main.kernel.config.graphql, introspection: 'off' as const };
+  const { main: off, url } = await appWithSubgraph(t, { graphql: limits });
+  await seedOwner(off, 'introspect@example.com');
+  const token = (await login(off, 'introspect@example.com')).access_token;
+  for (const query of ['{ __schema { queryType { name } } }', '{ __type(name: "Query") { name } }']) {
+    const answers = await bothAnswer(off, url, { method: 'POST', body: JSON.stringify({ query }), token });
+    assert.deepEqual(answers.main, { status: 403, code: 'introspection_disabled' }, query);
+    assert.deepEqual(answers.subgraph, { status: 403, code: 'introspection_disabled' }, query);
+  }
+});
+
+test('a standalone subgraph sends the rate-limit headers on every answer, as /graphql does', async (t) => {
+  const { other, url } = await appWithSubgraph(t);
+  await seedOwner(other, 'headers@example.com');
+  const token = (await login(other, 'headers@example.com')).access_token;
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ query: '{ me { role } }' }) });
+  assert.equal(res.status, 200, await res.clone().text());
+  for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit']) {
+    assert.ok(res.headers.get(name), `${name} is sent`);
+  }
+});

@@ -12,7 +12,7 @@ import { lazyChild } from './lazy-logger';
 import { anonymous, type Principal, type RequestMeta } from '../auth/principal';
 import type { AccessService } from '../domains/identity';
 import { createContext, Loaders, type GraphQLContext, type TransportHooks } from '../../subgraphs/context';
-import { toGraphQLError } from '../../subgraphs/errors';
+import { onlyQueriesOverGet, toGraphQLError } from '../../subgraphs/errors';
 import type { Supergraph } from '../../subgraphs/supergraph';
 import { OperationGate, type AdmittedOperation } from '../../subgraphs/policy/gate';
 import type { MeasuredDocument, Variables } from '../../subgraphs/policy/limits';
@@ -263,7 +263,7 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
           statusCode = 405;
           context.reply?.header('allow', 'GET, POST');
           errors.push(toGraphQLError(new GraphQLError('Only queries may be sent with GET; use POST', {
-            originalError: new AppError('method_not_allowed', 'Only queries may be sent with GET; use POST'),
+            originalError: onlyQueriesOverGet(),
           }), log));
           continue;
         }

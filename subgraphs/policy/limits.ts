@@ -77,7 +77,9 @@ export function tooComplex(cap: keyof OperationLimits, limit: number, actual: nu
     maxRootFields: 'root fields',
     maxCost: 'estimated cost',
   };
-  return new AppError('query_too_complex', `The operation exceeds the limit on ${what[cap]}: ${actual} > ${limit}`, {
+  // A parse stopped at the cap knows no count: "more than" the limit, not a number.
+  const measured = Number.isFinite(actual) ? `${actual} > ${limit}` : `more than ${limit}`;
+  return new AppError('query_too_complex', `The operation exceeds the limit on ${what[cap]}: ${measured}`, {
     extra: { limit: what[cap], max: limit, ...(Number.isFinite(actual) ? { actual } : {}) },
   });
 }
