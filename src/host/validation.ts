@@ -1,26 +1,20 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { withFormats } from '../json-formats';
 
-type Schema = { type?: unknown; minimum?: number; exclusiveMinimum?: number; items?: Schema; properties?: Record<string, Schema> };
+type Schema = { type?: unknown; items?: Schema; properties?: Record<string, Schema> };
 
-const DIGITS = /^\d+$/;
-const SIGNED_DIGITS = /^-?\d+$/;
+/** An integer as written in a query or path: decimal digits, or a nonzero one negated (the schema's minimum then says whether that is allowed). */
+const INTEGER_FORM = /^(?:\d+|-[1-9]\d*)$/;
 
 const isInteger = (schema: Schema | undefined) =>
   schema !== undefined && (schema.type === 'integer' || (Array.isArray(schema.type) && schema.type.includes('integer')));
 
-/** The written form an integer member takes: digits, with a `-` only where the schema admits negatives. */
-function integerForm(schema: Schema): RegExp {
-  const floor = schema.minimum ?? schema.exclusiveMinimum;
-  return floor !== undefined && floor >= 0 ? DIGITS : SIGNED_DIGITS;
-}
-
-/** The integer members of a query or path schema (also arrays of integers), with the form each must take. */
-function integerMembers(schema: Schema): [name: string, form: RegExp, list: boolean][] {
-  const members: [string, RegExp, boolean][] = [];
+/** The integer members of a query or path schema (also arrays of integers). */
+function integerMembers(schema: Schema): [name: string, list: boolean][] {
+  const members: [string, boolean][] = [];
   for (const [name, member] of Object.entries(schema.properties ?? {})) {
-    if (isInteger(member)) members.push([name, integerForm(member), false]);
-    else if (isInteger(member.items)) members.push([name, integerForm(member.items!), true]);
+    if (isInteger(member)) members.push([name, false]);
+    else if (isInteger(member.items)) members.push([name, true]);
   }
   return members;
 }
@@ -30,15 +24,16 @@ function integerMembers(schema: Schema): [name: string, form: RegExp, list: bool
  * coercion reads any JavaScript number: `1e3`, `1.0`, `0x10` and ` 5` would
  * all pass as integers. A member declared `integer` must be written in
  * decimal digits; anything else fails as a wrong type, before coercion.
+ * A negative one is an integer: where the schema has a minimum, it fails that.
  */
-function digitsOnly(validate: ValidateFunction, members: [string, RegExp, boolean][]): ValidateFunction {
+function digitsOnly(validate: ValidateFunction, members: [string, boolean][]): ValidateFunction {
   const checked = ((data: Record<string, unknown> | null, context?: object) => {
     const wrong: ErrorObject[] = [];
     if (data !== null && typeof data === 'object') {
-      for (const [name, form, list] of members) {
+      for (const [name, list] of members) {
         const value = data[name];
         const values = list && Array.isArray(value) ? value : [value];
-        if (values.some((v) => typeof v === 'string' && !form.test(v))) {
+        if (values.some((v) => typeof v === 'string' && !INTEGER_FORM.test(v))) {
           wrong.push({ keyword: 'type', instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, params: { type: 'integer' }, message: 'must be integer' });
         }
       }
