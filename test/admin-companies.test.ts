@@ -140,6 +140,29 @@ test('PATCH /admin/companies/{id}: rename (audited, on the bus); plan only by a 
   assert.equal(gqlError.errors?.[0]?.extensions.code, 'validation_error');
 });
 
+test("a rename never takes another company's name (case and spaces ignored): 409, nothing written; only a superadmin is told which company has it", async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const audits = async () => (await sql<{ n: number }>(app, "select count(*) as n from audit_events where action = 'company.updated'"))[0]!.n;
+  const before = await audits();
+  for (const name of ['Company B', 'company b', '  COMPANY B ', 'platform']) {
+    const refused = await call(app, c.tokens.ownerA, 'PATCH', `/v1/admin/companies/${c.a.companyId}`, { name });
+    assertCode(refused, 409, 'conflict');
+    assert.equal(refused.json().duplicate_of, undefined, 'no other company id is revealed to its owner');
+    const viaGraphql = await gql(app, c.tokens.ownerA, 'mutation ($id: ID!, $name: String) { updateCompany(id: $id, input: { name: $name }) { name } }', { id: c.a.companyId, name });
+    assert.equal(viaGraphql.errors?.[0]?.extensions.code, 'conflict', name);
+  }
+  const bySuper = await call(app, c.tokens.superadmin, 'PATCH', `/v1/admin/companies/${c.a.companyId}`, { name: 'company b' });
+  assertCode(bySuper, 409, 'conflict');
+  assert.deepEqual(bySuper.json().duplicate_of, [c.b.companyId]);
+  assert.equal(await audits(), before, 'nothing was written');
+  assert.equal((await sql<{ name: string }>(app, 'select name from companies where id = ?', [c.a.companyId]))[0]!.name, 'Company A');
+  // Its own name in another case is a rename like any other.
+  const own = await call(app, c.tokens.ownerA, 'PATCH', `/v1/admin/companies/${c.a.companyId}`, { name: 'COMPANY A' });
+  assert.equal(own.statusCode, 200, own.body);
+  assert.equal(own.json().name, 'COMPANY A');
+});
+
 test('GET /admin/companies/{id}/audit: newest first, per_page 50, action and actor filters, Link; cross-company 404', async (t) => {
   const app = await build(t);
   const c = await cast(app);

@@ -59,7 +59,8 @@ export const adminCompanyRoutes: RestRoute[] = [
     operationId: 'updateCompany',
     summary: 'Change a company',
     description:
-      'CompanyPatchRequest: name (1 to 200 characters) and plan_id (an existing plan). Only a platform superadmin ' +
+      'CompanyPatchRequest: name (1 to 200 characters; another company\'s name, ignoring case and surrounding spaces, is 409 conflict, ' +
+      'with duplicate_of for a superadmin) and plan_id (an existing plan). Only a platform superadmin ' +
       'may set plan_id (403 otherwise; company admins change plans through billing); an unknown plan is 422 at ' +
       `body.plan_id. Omitted fields stay as they are; unknown fields are 422. Audited company.updated. ${ACCESS}`,
     tag: 'Administration',
@@ -67,6 +68,7 @@ export const adminCompanyRoutes: RestRoute[] = [
     problems: {
       403: 'forbidden: the caller is not an owner or admin, or sets plan_id without being a superadmin',
       404: 'No such company (or not the caller\'s)',
+      409: 'conflict: another company has this name',
     },
     field: 'updateCompany',
     args: { ...company, input: body() },

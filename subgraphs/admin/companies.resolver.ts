@@ -133,7 +133,7 @@ export class CompanyAdminResolver {
   @Access({ auth: 'authenticated' })
   @RestArgs({ id: UUID })
   @Mutation(() => AdminCompanyType, {
-    description: 'Renames a company; planId may be changed by a platform superadmin only (forbidden otherwise). Audited company.updated.',
+    description: "Renames a company (another company's name, ignoring case and surrounding spaces, is conflict); planId may be changed by a platform superadmin only (forbidden otherwise). Audited company.updated.",
   })
   updateCompany(
     @Arg('id', () => ID) id: string,

@@ -141,6 +141,7 @@ export class CompanyAdminService {
     if (name !== undefined && name !== company.name) changes.name = { from: company.name, to: name };
     if (patch.planId != null && patch.planId !== company.planId) changes.planId = { from: company.planId, to: patch.planId };
     if (Object.keys(changes).length === 0) return company;
+    if (changes.name) await this.refuseNameOfAnother(principal, company.id, changes.name.to);
     if (changes.name) company.name = changes.name.to;
     if (changes.planId) company.planId = changes.planId.to;
     // The change and its audit entry commit in one flush (the audit log's).
@@ -154,6 +155,21 @@ export class CompanyAdminService {
       data: { changes },
     });
     return company;
+  }
+
+  /**
+   * Company names are unique (ignoring case and surrounding spaces) unless an
+   * operator allowed a duplicate at creation (`create-owner
+   * --allow-duplicate-name`): a rename never takes another company's name.
+   * Only a superadmin, who sees every company, is told which one has it.
+   */
+  private async refuseNameOfAnother(principal: Principal, companyId: string, name: string): Promise<void> {
+    const taken = await currentEm(this.orm).find(Company, { nameKey: searchKey(name), id: { $ne: companyId } }, { fields: ['id'] });
+    if (!taken.length) return;
+    const superadmin = isSuperadmin(principal);
+    throw new AppError('conflict', superadmin ? `Another company is named "${name}"` : 'Another company has this name; choose another', {
+      extra: superadmin ? { duplicate_of: taken.map((c) => c.id) } : {},
+    });
   }
 
   /** The company's audit log, newest first; `actor` is an actor id or label. */
