@@ -477,7 +477,7 @@ test('DELETE /admin/users/{id}: 204, sessions and API keys end at once, history 
   assert.equal(viaGql.data?.deleteAdminUser, true);
 });
 
-test('reset-password, force-logout, disable-mfa and sessions of a user; every mutation on the audit bus', async (t) => {
+test('reset-password (one audit entry), force-logout, disable-mfa and sessions of a user; every mutation on the audit bus', async (t) => {
   const app = await build(t);
   const s = await setup(app);
   const actions: string[] = [];
@@ -510,6 +510,9 @@ test('reset-password, force-logout, disable-mfa and sessions of a user; every mu
   assert.ok(Date.parse(reset.json().expires_at) > Date.now());
   const mails = await sql<{ template: string; to_address?: string }>(app, "select * from mail_outbox where template = 'password_reset'");
   assert.equal(mails.length, 1);
+  // One action, one audit entry: the admin's, not also the public flow's request.
+  const entries = await sql<{ action: string }>(app, "select action from audit_events where target_id = ? and action like '%password_reset%'", [s.memberA.userId]);
+  assert.deepEqual(entries.map((e) => e.action), ['user.password_reset_sent']);
   assertCode(await req(app, 'POST', `/v1/admin/users/${s.memberB.userId}/reset-password`, s.owner), 404, 'not_found');
 
   // Force logout: every session at once.

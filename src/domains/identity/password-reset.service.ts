@@ -4,7 +4,7 @@ import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { textLength } from '../../errors/text-length';
 import { hashPassword } from '../../auth/password';
-import type { Principal, RequestMeta } from '../../auth/principal';
+import type { RequestMeta } from '../../auth/principal';
 import { currentEm, transaction, whenCommitted, withUnitOfWork } from '../../db/unit-of-work';
 import type { JobQueue } from '../../jobs/job-queue';
 import type { Mailer } from '../../mail/mailer';
@@ -56,7 +56,9 @@ export interface ResetMailReceipt {
  *   the address.
  * - The token, its mail (outbox row and delivery job) and the audit entry
  *   commit in one transaction: a link is never mailed without its record.
- * - `sendResetFor(userId)` is the same mail for the administrators' reset.
+ * - `sendResetFor(userId)` is the same mail for the administrators' reset,
+ *   inside the caller's transaction, which records the admin's action
+ *   (`user.password_reset_sent`): one audit entry for one action.
  */
 export class PasswordResetService {
   constructor(
@@ -95,13 +97,13 @@ export class PasswordResetService {
 
   /**
    * Sends a reset link to the user (the administrators' reset-password flow;
-   * authorize the caller first). Earlier unused links of the user stop
-   * working. `principal` is recorded as the actor.
+   * authorize the caller first, and audit the action in the same
+   * transaction). Earlier unused links of the user stop working.
    */
-  async sendResetFor(userId: string, meta: RequestMeta, options: { principal?: Principal } = {}): Promise<ResetMailReceipt> {
+  async sendResetFor(userId: string, meta: RequestMeta): Promise<ResetMailReceipt> {
     const user = await currentEm(this.orm).findOne(User, { id: userId });
     if (!user) throw new AppError('not_found', 'No user with this id');
-    return this.sendTo(user, meta, options.principal);
+    return this.sendTo(user, meta, { byAdmin: true });
   }
 
   /**
@@ -165,8 +167,8 @@ export class PasswordResetService {
     });
   }
 
-  /** Issues a token (replacing older ones) and enqueues the mail; `principal` is the admin who asked, if any. */
-  private async sendTo(user: User, meta: RequestMeta, principal?: Principal): Promise<ResetMailReceipt> {
+  /** Issues a token (replacing older ones) and enqueues the mail; audits the request unless an admin asked (the admin's action is audited by its caller). */
+  private async sendTo(user: User, meta: RequestMeta, options: { byAdmin?: boolean } = {}): Promise<ResetMailReceipt> {
     const ttlMinutes = this.config.passwordReset.ttlMinutes;
     return transaction(this.orm, async (tx) => {
       const { token, expiresAt } = await issueOneTimeToken(tx, {
@@ -178,15 +180,17 @@ export class PasswordResetService {
       const receipt = await this.mailer.enqueue(user.email, passwordReset({ name: user.name, link, expiresInMinutes: ttlMinutes }), {
         meta: { userId: user.id, companyId: user.company.id, requestId: meta.requestId, purpose: PASSWORD_RESET_PURPOSE },
       });
-      await this.audit.record({
-        action: 'auth.password_reset_requested',
-        companyId: user.company.id,
-        ...(principal ? { principal } : { actor: { actorType: 'anonymous' as const, actorId: null, actorLabel: user.email } }),
-        meta,
-        targetType: 'user',
-        targetId: user.id,
-        data: { mailed: true, mailId: receipt.id, expiresAt: expiresAt.toISOString(), byAdmin: !!principal },
-      });
+      if (!options.byAdmin) {
+        await this.audit.record({
+          action: 'auth.password_reset_requested',
+          companyId: user.company.id,
+          actor: { actorType: 'anonymous', actorId: null, actorLabel: user.email },
+          meta,
+          targetType: 'user',
+          targetId: user.id,
+          data: { mailed: true, mailId: receipt.id, expiresAt: expiresAt.toISOString() },
+        });
+      }
       return { userId: user.id, mailId: receipt.id, expiresAt };
     });
   }

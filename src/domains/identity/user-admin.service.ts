@@ -379,7 +379,7 @@ export class UserAdminService {
     this.checkMayChange(actor, target);
     if (target.status !== 'active') throw new AppError('conflict', 'The user is suspended; unsuspend them first');
     const receipt = await transaction(this.orm, async () => {
-      const sent = await this.passwordReset.sendResetFor(target.id, meta, { principal: actor.principal });
+      const sent = await this.passwordReset.sendResetFor(target.id, meta);
       await this.audit.record({
         action: 'user.password_reset_sent',
         companyId: target.company.id,
