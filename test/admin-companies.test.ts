@@ -206,6 +206,20 @@ test('GET /admin/companies/{id}/audit: newest first, per_page 50, action and act
   assertInvalid(await call(app, c.tokens.ownerA, 'GET', `/v1/admin/companies/${c.a.companyId}/audit?per_page=500`), 'query.per_page');
 });
 
+test("the caller's auditLog takes an action filter bounded as companyAuditLog's: empty or over 64 characters is validation_error, never \"no filter\"", async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  for (const field of ['auditLog(action: $action)', `companyAuditLog(companyId: "${c.a.companyId}", action: $action)`]) {
+    for (const [action, type] of [['', 'string_too_short'], ['x'.repeat(65), 'string_too_long']] as const) {
+      const res = await gql(app, c.tokens.ownerA, `query ($action: String) { ${field} { total } }`, { action });
+      assert.equal(res.errors?.[0]?.extensions.code, 'validation_error', `${field} ${action.length}`);
+      assert.equal((res.errors?.[0]?.extensions as unknown as { errors: { type: string }[] }).errors[0]!.type, type);
+    }
+  }
+  const exact = await gql(app, c.tokens.ownerA, 'query { auditLog(action: "company.created") { total } }');
+  assert.equal(exact.errors, undefined);
+});
+
 test('GET /admin/overview: real counts of the caller company and its recent security events; member 403', async (t) => {
   const app = await build(t);
   const c = await cast(app); // A: owner, admin, member (all signed in once), key A

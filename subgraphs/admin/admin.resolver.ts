@@ -5,7 +5,7 @@ import { checkPage } from '../../src/pagination';
 import type { AuditApi, AuditEvent, AuditService } from '../../src/domains/audit';
 import type { FeedbackService, HealthService, PlatformApi } from '../../src/domains/platform';
 import type { GraphQLContext } from '../context';
-import { AuditEventPageType, AuditEventType, DocsFeedbackInput, DocsFeedbackReceiptType, HealthType } from './types';
+import { AUDIT_ACTION_BOUNDS, AuditEventPageType, AuditEventType, DocsFeedbackInput, DocsFeedbackReceiptType, HealthType } from './types';
 import { RestArgs } from '../rest';
 import { PAGE_BOUNDS } from '../page';
 
@@ -16,8 +16,8 @@ export class AuditResolver {
   constructor(private readonly log: AuditService) {}
 
   @Access({ auth: 'authenticated' })
-  @RestArgs(PAGE_BOUNDS)
-  @Query(() => AuditEventPageType, { description: "The caller's company audit log, newest first" })
+  @RestArgs({ ...PAGE_BOUNDS, action: AUDIT_ACTION_BOUNDS })
+  @Query(() => AuditEventPageType, { description: "The caller's company audit log, newest first; action filters by exact action" })
   auditLog(
     @Ctx() ctx: GraphQLContext,
     @Arg('page', () => Int, { defaultValue: 1 }) page: number,

@@ -5,7 +5,7 @@ import { checkPage } from '../../src/pagination';
 import { COMPANIES_PER_PAGE, COMPANY_AUDIT_PER_PAGE, type CompanyAdminService, type IdentityApi } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
 import { PageType, PAGE_BOUNDS } from '../page';
-import { AuditEventPageType, AuditEventType } from './types';
+import { AUDIT_ACTION_BOUNDS, AuditEventPageType, AuditEventType } from './types';
 
 
 @ObjectType('AdminCompany', { description: 'A company as its administrators (and platform superadmins) see it' })
@@ -144,7 +144,7 @@ export class CompanyAdminResolver {
   }
 
   @Access({ auth: 'authenticated' })
-  @RestArgs({ ...PAGE_BOUNDS, action: { minLength: 1, maxLength: 64 }, actor: { minLength: 1, maxLength: 320 }, companyId: UUID })
+  @RestArgs({ ...PAGE_BOUNDS, action: AUDIT_ACTION_BOUNDS, actor: { minLength: 1, maxLength: 320 }, companyId: UUID })
   @Query(() => AuditEventPageType, {
     description: "A company's audit log, newest first; action filters by exact action, actor by actor id or label (email or key name)",
   })

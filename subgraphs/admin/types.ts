@@ -49,6 +49,9 @@ export class AuditEventType {
 
 export const AuditEventPageType = PageType(AuditEventType, 'AuditEventPage');
 
+/** An audit log's `action` filter (an exact action name), on every log that takes one: an empty one is not "no filter". */
+export const AUDIT_ACTION_BOUNDS = { minLength: 1, maxLength: 64 } as const;
+
 @ObjectType('Health')
 export class HealthType {
   @Rest({ enum: ['ok', 'degraded'] })
