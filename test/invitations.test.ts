@@ -294,6 +294,28 @@ test('revoke: pending only; the link stops working; other company 404; member 40
   assert.equal(audit!.actor_type, 'api_key');
 });
 
+test('an invitation mail keeps its link in the outbox only while the link works: resent, revoked or accepted, its text is gone at once', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token } = await login(app, owner.email);
+  const holds = async (email: string, token: string) =>
+    (await sql<{ text: string; html: string }>(app, "select text, html from mail_outbox where to_address = ? and template = 'invitation'", [email])).some((m) => m.text.includes(token) || m.html.includes(token));
+
+  const resent = (await invite(app, access_token, { email: 'resent@example.com', role: 'member' })).json();
+  const first = await mailedToken(app, 'resent@example.com');
+  assert.equal((await app.inject({ method: 'POST', url: `/v1/admin/invitations/${resent.id}/resend`, headers: bearer(access_token) })).statusCode, 200);
+  const second = await mailedToken(app, 'resent@example.com');
+  assert.equal(await holds('resent@example.com', first), false, 'the replaced link left the outbox');
+  assert.equal(await holds('resent@example.com', second), true, 'the live one stays for the operator');
+  assert.equal((await accept(app, second)).statusCode, 201);
+  assert.equal(await holds('resent@example.com', second), false, 'the used link left the outbox');
+
+  const revoked = (await invite(app, access_token, { email: 'revoked@example.com', role: 'member' })).json();
+  const token = await mailedToken(app, 'revoked@example.com');
+  assert.equal((await app.inject({ method: 'POST', url: `/v1/admin/invitations/${revoked.id}/revoke`, headers: bearer(access_token) })).statusCode, 200);
+  assert.equal(await holds('revoked@example.com', token), false, 'the revoked link left the outbox');
+});
+
 test('bulk: each row is created or fails on its own', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);

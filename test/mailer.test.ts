@@ -11,6 +11,7 @@ import { loadConfig } from '../src/config';
 import { boot } from '../src/boot';
 import type { Logger } from '../src/kernel/logger';
 import { MailOutbox } from '../src/mail/outbox.entity';
+import { endMailLinks } from '../src/mail/mailer';
 import {
   accountDeleted,
   accountDeletionCancelled,
@@ -386,4 +387,22 @@ test('mail not delivered before its link expired is given up, not retried', asyn
   assert.match(stored.lastError ?? '', /expired/);
   assert.deepEqual(await mailer.retryFailed(), { attempted: 0, sent: 0, failed: 0 });
   assert.equal(smtp.received.length, 0);
+});
+
+test('a mail whose link was spent or replaced before delivery is never delivered: given up, its text gone', async (t) => {
+  const smtp = await smtpServer(t);
+  const app = await build(t, { smtpUrl: smtp.url });
+  const mailer = app.kernel.mailer;
+  app.kernel.log.use(capture());
+  smtp.state.reject = true;
+  const receipt = await mailer.send('user@example.com', passwordReset({ link: LINK, expiresInMinutes: 30 }), { secretRef: 'password_reset:u1' });
+  assert.equal(receipt.status, 'failed');
+  smtp.state.reject = false;
+  await app.kernel.orm.em.fork().transactional((em) => endMailLinks(em, 'password_reset:u1'));
+  await mailer.deliver(receipt.id);
+  assert.deepEqual(await mailer.retryFailed(), { attempted: 0, sent: 0, failed: 0 });
+  assert.equal(smtp.received.length, 0);
+  const stored = await row(app, receipt.id);
+  assert.equal(stored.status, 'failed');
+  assert.ok(!stored.text.includes('tok_secret123') && !stored.html.includes('tok_secret123'));
 });

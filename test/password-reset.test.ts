@@ -144,15 +144,30 @@ test('an expired token fails; a newer request replaces the older link', async (t
   assertCode(await confirm(app, expired), 400, 'password_reset_token_invalid');
 
   await requestReset(app, owner.email);
+  const older = tokenOf(app, (await outbox(app))[1]!);
   await requestReset(app, owner.email);
   const mails = await outbox(app);
   assert.equal(mails.length, 3);
-  const older = tokenOf(app, mails[1]!);
   const newer = tokenOf(app, mails[2]!);
   assert.notEqual(older, newer);
   assertCode(await confirm(app, older), 400, 'password_reset_token_invalid');
   assert.equal((await confirm(app, newer)).statusCode, 204);
   assert.equal((await tryLogin(app, owner.email, NEW_PASSWORD)).statusCode, 200);
+});
+
+test('a reset mail keeps its link in the outbox only while the link works: replaced by a newer request, or used, its text is gone at once', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  await requestReset(app, owner.email);
+  const first = tokenOf(app, (await outbox(app))[0]!);
+  await requestReset(app, owner.email);
+  let mails = await outbox(app);
+  assert.ok(!mails[0]!.text.includes(first) && !mails[0]!.html.includes(first), 'the replaced link left the outbox');
+  const second = tokenOf(app, mails[1]!);
+  assert.equal((await confirm(app, second)).statusCode, 204);
+  mails = await outbox(app);
+  assert.ok(!mails[1]!.text.includes(second) && !mails[1]!.html.includes(second), 'the used link left the outbox');
+  assert.match(mails[1]!.text, /used or replaced/);
 });
 
 test('a short new password is 422 and does not spend the token', async (t) => {
@@ -207,7 +222,7 @@ test('suspended accounts get no mail; mails per account and hour are capped, the
   for (const answer of answers) assert.deepEqual(answer, suspended.json());
   const mails = await outbox(app);
   assert.equal(mails.length, 2);
-  assert.match(mails[0]!.text, /expires in 10 minutes/);
+  assert.match(mails[1]!.text, /expires in 10 minutes/, 'the newest carries the live link');
   const suppressed = await sql(app, "select id from audit_events where action = 'auth.password_reset_requested' and data like '%too_many_requests%'");
   assert.equal(suppressed.length, 2);
 });

@@ -1,4 +1,5 @@
 import { createTransport, type Transporter } from 'nodemailer';
+import type { EntityManager } from '@mikro-orm/better-sqlite';
 import type { Orm } from '../db/orm';
 import { AppError } from '../errors/catalog';
 import { MailOutbox, type MailMeta, type MailStatus } from './outbox.entity';
@@ -22,6 +23,18 @@ export interface MailerOptions {
 export interface SendOptions {
   /** Identifiers for tracing (userId, companyId, requestId), stored with the mail. Never secrets. */
   meta?: MailMeta;
+  /** What the mail's one-time link belongs to; `endMailLinks(em, ref)` ends the mail's secret when the link stops working early. */
+  secretRef?: string;
+}
+
+/**
+ * The one-time link of `ref` stopped working before its time (spent,
+ * replaced, revoked): in the caller's transaction, its mails forget their
+ * bodies at once, and their secret ends now, so one not delivered yet is
+ * given up (`Mailer.forgetExpiredSecrets`) and never delivered.
+ */
+export async function endMailLinks(em: EntityManager, ref: string, now = new Date()): Promise<number> {
+  return em.nativeUpdate(MailOutbox, { secretRef: ref, secretUntil: { $gt: now } }, { text: `${FORGOTTEN}\n`, html: `<p>${FORGOTTEN}</p>`, secretUntil: now });
 }
 
 /** What became of one mail. */
@@ -47,7 +60,7 @@ const MAX_ERROR_LENGTH = 1000;
 const ADDRESS = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
 const TEMPLATE_NAME = /^[a-z0-9_.-]{1,64}$/;
 /** What replaces the body of a mail once the one-time link it carried has expired. */
-const FORGOTTEN = 'The one-time link this mail carried has expired, so its text was removed from the outbox.';
+const FORGOTTEN = 'The one-time link this mail carried has expired or was used or replaced, so its text was removed from the outbox.';
 
 /** The job that delivers one stored mail (a kernel job; see Mailer.deliver). */
 export const MAIL_DELIVER = 'mail.deliver';
@@ -117,7 +130,7 @@ export class Mailer {
    */
   async send(to: string, mail: MailContent, options: SendOptions = {}): Promise<MailReceipt> {
     // The job is the retry: due one retry interval from now, none without automatic retries.
-    const row = await this.store(to, mail, options.meta, 'retry');
+    const row = await this.store(to, mail, options, 'retry');
     if (row.status === 'logged') return receipt(row);
     return this.attempt(row);
   }
@@ -127,7 +140,7 @@ export class Mailer {
    * job, committed with the caller's unit of work; the job worker delivers it.
    */
   async enqueue(to: string, mail: MailContent, options: SendOptions = {}): Promise<MailReceipt> {
-    return receipt(await this.store(to, mail, options.meta, 'now'));
+    return receipt(await this.store(to, mail, options, 'now'));
   }
 
   /**
@@ -138,6 +151,8 @@ export class Mailer {
   async deliver(mailId: string): Promise<void> {
     const row = await currentEm(this.orm).findOne(MailOutbox, { id: mailId }, { refresh: true });
     if (!row || row.status === 'sent' || row.status === 'logged' || row.attempts >= this.maxAttempts) return;
+    // A link that no longer works is never delivered: the mail is given up and its body forgotten.
+    if (row.secretUntil && row.secretUntil <= new Date()) return void (await this.forgetExpiredSecrets());
     if (row.status === 'pending' && row.lastAttemptAt && Date.now() - row.lastAttemptAt.getTime() < STALE_ATTEMPT_MS) {
       throw new Error('a delivery attempt of this mail is running');
     }
@@ -219,7 +234,7 @@ export class Mailer {
     this.transport?.close();
   }
 
-  private async store(to: string, mail: MailContent, meta: MailMeta | undefined, deliver: 'now' | 'retry'): Promise<MailOutbox> {
+  private async store(to: string, mail: MailContent, options: SendOptions, deliver: 'now' | 'retry'): Promise<MailOutbox> {
     const address = to.trim();
     if (address.length > 320 || !ADDRESS.test(address)) {
       throw AppError.validation([{ loc: ['to'], msg: 'not a valid email address', type: 'value_error.email' }]);
@@ -237,8 +252,9 @@ export class Mailer {
         html: mail.html,
         template: mail.template,
         status: this.transport ? 'pending' : 'logged',
-        meta: meta ?? null,
+        meta: options.meta ?? null,
         secretUntil: mail.secretUntil ?? null,
+        secretRef: mail.secretUntil ? (options.secretRef ?? null) : null,
       });
       row.messageId = `<${row.id}@${this.messageIdDomain}>`;
       if (row.status === 'pending' && (deliver === 'now' || this.retrySeconds > 0)) {

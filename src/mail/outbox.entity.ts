@@ -21,8 +21,9 @@ export type MailMeta = Record<string, string | number | boolean | null>;
 @Index({ properties: ['status', 'createdAt'] })
 @Index({ properties: ['createdAt'] })
 @Index({ properties: ['secretUntil'] })
+@Index({ properties: ['secretRef'] })
 export class MailOutbox {
-  [OptionalProps]?: 'id' | 'createdAt' | 'status' | 'attempts' | 'lastError' | 'lastAttemptAt' | 'sentAt' | 'messageId' | 'meta' | 'secretUntil';
+  [OptionalProps]?: 'id' | 'createdAt' | 'status' | 'attempts' | 'lastError' | 'lastAttemptAt' | 'sentAt' | 'messageId' | 'meta' | 'secretUntil' | 'secretRef';
 
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -75,6 +76,14 @@ export class MailOutbox {
    */
   @Property({ type: DateTimeType, nullable: true })
   secretUntil: Date | null = null;
+
+  /**
+   * What the one-time link belongs to (`password_reset:<user id>`,
+   * `invitation:<id>`): when that link stops working early (spent, replaced,
+   * revoked), `endMailLinks` ends `secretUntil` with it.
+   */
+  @Property({ type: 'string', length: 100, nullable: true })
+  secretRef: string | null = null;
 
   @Property({ type: DateTimeType })
   createdAt: Date = new Date();

@@ -12,7 +12,7 @@ import type { Mailer } from '../../mail/mailer';
 import { emailChangeRequested, emailVerification } from './mail';
 import type { AuditService } from '../audit';
 import { normalizeEmail } from './identity.service';
-import { consumeOneTimeToken, invalidateOneTimeTokens, issueOneTimeToken, peekOneTimeToken } from './one-time-tokens';
+import { consumeOneTimeToken, invalidateOneTimeTokens, issueOneTimeToken, oneTimeTokenMailRef, peekOneTimeToken } from './one-time-tokens';
 import { PASSWORD_RESET_PURPOSE } from './password-reset.service';
 import { User } from './user.entity';
 import { searchKey } from '../../search-key';
@@ -104,7 +104,10 @@ export class EmailChangeService {
       });
       const link = `${this.config.publicUrl}${CONFIRM_EMAIL_PATH}?token=${encodeURIComponent(token)}`;
       const mailMeta = { meta: { userId: user.id, companyId: caller.companyId, requestId: meta.requestId } };
-      await this.mailer.enqueue(newEmail, emailVerification({ name: user.name, link, expiresInMinutes: ttlMinutes }), mailMeta);
+      await this.mailer.enqueue(newEmail, emailVerification({ name: user.name, link, expiresInMinutes: ttlMinutes }), {
+        ...mailMeta,
+        secretRef: oneTimeTokenMailRef(EMAIL_CHANGE_PURPOSE, user.id),
+      });
       await this.mailer.enqueue(user.email, emailChangeRequested({ name: user.name, newEmail, expiresInMinutes: ttlMinutes }), mailMeta);
       return { newEmail, expiresAt };
     });

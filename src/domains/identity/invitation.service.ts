@@ -11,7 +11,7 @@ import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../
 import { sha256Hex } from '../../auth/tokens';
 import { checkPage } from '../../pagination';
 import { currentEm, transaction } from '../../db/unit-of-work';
-import type { Mailer } from '../../mail/mailer';
+import { endMailLinks, type Mailer } from '../../mail/mailer';
 import { invitation as invitationMail } from './mail';
 import type { AuditService } from '../audit';
 import type { Page } from '../../pagination';
@@ -58,6 +58,14 @@ export interface BulkInvitationResult {
   results: BulkInvitationOutcome[];
   created: number;
   failed: number;
+}
+
+/** The mails carrying an invitation's link (`secretRef` of the mail). */
+const invitationMailRef = (invitationId: string): string => `invitation:${invitationId}`;
+
+/** The invitation's link stopped working (accepted, revoked, replaced by a resend): so do the mails that carried it. */
+export function endInvitationLinks(em: EntityManager, invitationId: string): Promise<number> {
+  return endMailLinks(em, invitationMailRef(invitationId));
 }
 
 /**
@@ -186,6 +194,7 @@ export class InvitationService {
         )
         .catch(pendingTaken);
       if (updated !== 1) throw new AppError('conflict', 'This invitation changed meanwhile; reload and try again');
+      await endInvitationLinks(tx, invitation.id);
       const fresh = await tx.findOneOrFail(Invitation, { id: invitation.id }, { refresh: true });
       await this.mail(tx, fresh, caller, token);
       await this.audit.record({
@@ -218,6 +227,7 @@ export class InvitationService {
         { status: 'revoked' },
       );
       if (updated !== 1) throw new AppError('conflict', 'This invitation was accepted or expired meanwhile');
+      await endInvitationLinks(tx, invitation.id);
       const fresh = await tx.findOneOrFail(Invitation, { id: invitation.id }, { refresh: true });
       await this.audit.record({
         action: 'invitation.revoked',
@@ -276,6 +286,7 @@ export class InvitationService {
         { status: 'accepted', acceptedAt: now },
       );
       if (claimed !== 1) throw invalid();
+      await endInvitationLinks(tx, invitation.id);
       if (await tx.count(User, { email: invitation.email })) {
         throw new AppError('email_taken', 'A user with this email address exists already; sign in instead');
       }
@@ -360,7 +371,7 @@ export class InvitationService {
     await this.mailer.enqueue(
       invitation.email,
       invitationMail({ companyName: company.name, inviterName, role: invitation.role, link, expiresInDays: this.config.invitationTtlDays }),
-      { meta: { companyId: company.id, invitationId: invitation.id } },
+      { meta: { companyId: company.id, invitationId: invitation.id }, secretRef: invitationMailRef(invitation.id) },
     );
   }
 

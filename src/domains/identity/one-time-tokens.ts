@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/better-sqlite';
 import { sha256Hex } from '../../auth/tokens';
+import { endMailLinks } from '../../mail/mailer';
 import { OneTimeToken, type OneTimeTokenPurpose } from './one-time-token.entity';
 import { User } from './user.entity';
 
@@ -51,8 +52,12 @@ export async function issueOneTimeToken(
   return { token, expiresAt, id: row.id };
 }
 
-/** Makes every unused, unexpired token of `purpose` of the user expire now; returns how many. */
+/** The mails carrying the user's links of `purpose` (`secretRef` of the mail): they end with the link. */
+export const oneTimeTokenMailRef = (purpose: OneTimeTokenPurpose, userId: string): string => `${purpose}:${userId}`;
+
+/** Makes every unused, unexpired token of `purpose` of the user expire now, and the mails carrying them with it; returns how many. */
 export async function invalidateOneTimeTokens(em: EntityManager, userId: string, purpose: OneTimeTokenPurpose, now = new Date()): Promise<number> {
+  await endMailLinks(em, oneTimeTokenMailRef(purpose, userId), now);
   return em.nativeUpdate(OneTimeToken, { user: userId, purpose, usedAt: null, expiresAt: { $gt: now } }, { expiresAt: now });
 }
 
@@ -80,7 +85,10 @@ export async function consumeOneTimeToken(em: EntityManager, purpose: OneTimeTok
   const now = new Date();
   const won = await em.nativeUpdate(OneTimeToken, { tokenHash, purpose, usedAt: null, expiresAt: { $gt: now } }, { usedAt: now });
   if (won !== 1) return null;
-  return em.findOne(OneTimeToken, { tokenHash }, { refresh: true });
+  const row = await em.findOne(OneTimeToken, { tokenHash }, { refresh: true });
+  // Spent: the mail that carried it keeps no live link.
+  if (row) await endMailLinks(em, oneTimeTokenMailRef(purpose, row.user.id), now);
+  return row;
 }
 
 /** Deletes tokens that expired more than `olderThanSeconds` ago (housekeeping). */

@@ -13,7 +13,7 @@ import type { AuditService } from '../audit';
 import type { LoginThrottleService } from './login-throttle.service';
 import type { SessionService } from './session.service';
 import { OneTimeToken } from './one-time-token.entity';
-import { consumeOneTimeToken, invalidateOneTimeTokens, issueOneTimeToken, peekOneTimeToken } from './one-time-tokens';
+import { consumeOneTimeToken, invalidateOneTimeTokens, issueOneTimeToken, oneTimeTokenMailRef, peekOneTimeToken } from './one-time-tokens';
 import { User } from './user.entity';
 import { MIN_PASSWORD_LENGTH, normalizeEmail } from './identity.service';
 import type { SecurityPolicyEnforcer } from './security-policy.enforcer';
@@ -179,6 +179,7 @@ export class PasswordResetService {
       const link = `${this.config.publicUrl}/app/reset-password?token=${encodeURIComponent(token)}`;
       const receipt = await this.mailer.enqueue(user.email, passwordReset({ name: user.name, link, expiresInMinutes: ttlMinutes }), {
         meta: { userId: user.id, companyId: user.company.id, requestId: meta.requestId, purpose: PASSWORD_RESET_PURPOSE },
+        secretRef: oneTimeTokenMailRef(PASSWORD_RESET_PURPOSE, user.id),
       });
       if (!options.byAdmin) {
         await this.audit.record({

@@ -23,6 +23,7 @@ import { SsoMfaChallenge } from './sso-mfa-challenge.entity';
 import { Session } from './session.entity';
 import { UserIdentity } from './user-identity.entity';
 import { Invitation } from './invitation.entity';
+import { endInvitationLinks } from './invitation.service';
 import type { SecurityPolicyEnforcer } from './security-policy.enforcer';
 import { Company } from './company.entity';
 import { User } from './user.entity';
@@ -614,6 +615,7 @@ export class SsoService {
       if (claimed !== 1) {
         throw new SsoRefusal('invitation_race', new AppError('conflict', 'This invitation was just used; sign in again'), { email });
       }
+      await endInvitationLinks(tx, invitation.id);
       // An account for this email may have been made meanwhile (a password accept of another
       // invitation): checked here, inside the transaction, as accepting by password does.
       const taken = () => new SsoRefusal('email_race', new AppError('conflict', 'An account with this email address was just created; sign in again'), { email });
