@@ -5,12 +5,22 @@
  */
 export type Env = Record<string, string | undefined>;
 
+/**
+ * A setting, or the place it names (DATA_DIR), that Atrium cannot start
+ * with. Its message names the setting and is whole on one line: the server
+ * and the CLI print it as `atrium: <message>` without a stack, which is kept
+ * for errors nobody foresaw.
+ */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
 export function int(env: Env, name: string, fallback: number, min = 0): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min) {
-    throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
+    throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
   }
   return value;
 }
@@ -20,7 +30,7 @@ export function bool(env: Env, name: string, fallback: boolean): boolean {
   if (raw === undefined || raw === '') return fallback;
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
-  throw new Error(`${name} must be true or false, got "${raw}"`);
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
 export function list(env: Env, name: string): string[] {
@@ -33,6 +43,6 @@ export function list(env: Env, name: string): string[] {
 export function oneOf<const T extends readonly string[]>(env: Env, name: string, allowed: T, fallback: T[number]): T[number] {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  if (!(allowed as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
   return raw as T[number];
 }

@@ -83,3 +83,54 @@ test('a privileged port, a foreign address and an unresolved host name each name
   assert.equal(describeListenError(system('EACCES', 'open'), at, SERVER_LISTEN_SETTINGS), undefined);
   assert.equal(describeListenError(new Error('boom'), at, SERVER_LISTEN_SETTINGS), undefined);
 });
+
+/** One line `atrium: …` naming `setting`, and nothing else: no stack. */
+function oneLine(result: { code: number | null; stderr: string }, setting: string) {
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(result.stderr, /^atrium: [^\n]+\n$/, result.stderr);
+  assert.ok(result.stderr.includes(setting), result.stderr);
+}
+
+test('a setting the server cannot start with is one line naming it, and exit code 1, from the server and the CLI', async (t) => {
+  const dir = dataDir(t);
+  const stripe = { STRIPE_SECRET_KEY: 'sk_test', STRIPE_WEBHOOK_SECRET: 'whsec_test' };
+  const cases: [string, Record<string, string>][] = [
+    ['PORT', { PORT: 'abc' }],
+    ['TRUST_PROXY', { TRUST_PROXY: 'maybe' }],
+    ['JWT_SECRET', { JWT_SECRET: 'short' }],
+    ['STRIPE_PRICES', { ...stripe, STRIPE_PRICES: 'garbage' }],
+    ['AI_MODEL_MAP', { AI_MODEL_MAP: 'garbage' }],
+    ['BODY_LIMIT_BYTES', { BODY_LIMIT_BYTES: 'abc' }],
+    ['ENCRYPTION_KEYS', { ENCRYPTION_KEYS: 'garbage' }],
+    ['GRAPHQL_INTROSPECTION', { GRAPHQL_INTROSPECTION: 'maybe' }],
+    // pino's own refusal came later, from inside fastify, with its stack.
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+  ];
+  await Promise.all(
+    cases.map(async ([setting, env]) => oneLine(await run([MAIN], { DATA_DIR: dir, HOST: '127.0.0.1', PORT: '0', ...env }), setting)),
+  );
+  oneLine(await run([CLI, 'serve'], { DATA_DIR: dir, LOG_LEVEL: 'loud' }), 'LOG_LEVEL');
+  oneLine(await run([CLI, 'create-owner', '--email', 'a@b.test', '--password', 'correct-horse-battery', '--company', 'A'], { DATA_DIR: dir, JWT_SECRET: 'short' }), 'JWT_SECRET');
+});
+
+test('a DATA_DIR or DATABASE_FILE the server cannot write is one line naming the setting, before SQLite fails on it', async (t) => {
+  const dir = dataDir(t);
+  const file = path.join(dir, 'a-file');
+  fs.writeFileSync(file, '');
+  const base = { HOST: '127.0.0.1', PORT: '0' };
+  const [isFile, underFile, dbIsFolder] = await Promise.all([
+    run([MAIN], { ...base, DATA_DIR: file }),
+    run([MAIN], { ...base, DATA_DIR: path.join(file, 'data') }),
+    run([MAIN], { ...base, DATA_DIR: dir, DATABASE_FILE: path.join(dir) }),
+  ]);
+  oneLine(isFile, `DATA_DIR ${file} is not a directory`);
+  oneLine(underFile, `DATA_DIR ${path.join(file, 'data')} is not a directory`);
+  oneLine(dbIsFolder, `DATABASE_FILE ${dir} is not a file`);
+  oneLine(await run([MAIN], { ...base, DATA_DIR: dir, DATABASE_FILE: path.join(file, 'db.sqlite') }), `the folder of DATABASE_FILE ${path.join(file, 'db.sqlite')} is not a directory`);
+  // Permissions do not hold root back: only another user can be refused a folder this way.
+  if (process.getuid?.() !== 0) {
+    const locked = path.join(dir, 'locked');
+    fs.mkdirSync(locked, { mode: 0o500 });
+    oneLine(await run([MAIN], { ...base, DATA_DIR: locked }), `DATA_DIR ${locked} is not writable by this process`);
+  }
+});

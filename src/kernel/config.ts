@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { parseKeyring } from '../crypto/secret-box';
 import { parseCidr } from '../net/address-list';
-import { bool, int, list, oneOf, type Env } from '../env';
+import pino from 'pino';
+import { bool, ConfigError, int, list, oneOf, type Env } from '../env';
 
 /**
  * The kernel's settings: where Atrium listens and stores, how it logs, what
@@ -88,6 +89,9 @@ export interface RateLimitConfig {
   feedback: number;
 }
 
+/** pino's levels, and `silent`: what LOG_LEVEL takes (pino itself would refuse another with a stack, later). */
+const logLevels = [...Object.keys(pino.levels.values), 'silent'] as const;
+
 export const introspectionAccess = ['public', 'authenticated', 'off'] as const;
 
 /**
@@ -129,7 +133,7 @@ function smtpUrl(env: Env): string | undefined {
     url = undefined;
   }
   if (!url || (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || !url.hostname) {
-    throw new Error('SMTP_URL must look like smtp://user:pass@host:587 or smtps://user:pass@host:465');
+    throw new ConfigError('SMTP_URL must look like smtp://user:pass@host:587 or smtps://user:pass@host:465');
   }
   return raw;
 }
@@ -138,7 +142,7 @@ function smtpUrl(env: Env): string | undefined {
 function mailFrom(env: Env): string {
   const raw = (env.MAIL_FROM || 'Atrium <no-reply@localhost>').trim();
   if (!/^(?:[^<>\r\n]*<[^\s@<>]+@[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+)$/.test(raw)) {
-    throw new Error(`MAIL_FROM must be an address or "Name <address>", got "${raw}"`);
+    throw new ConfigError(`MAIL_FROM must be an address or "Name <address>", got "${raw}"`);
   }
   return raw;
 }
@@ -155,7 +159,7 @@ export function loadKernelConfig(env: Env): KernelConfig {
     databaseFile: env.DATABASE_FILE || path.join(dataDir, 'atrium.sqlite'),
     publicUrl,
     docsUrl: (env.DOCS_URL || `${publicUrl}/docs`).replace(/\/+$/, ''),
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: oneOf(env, 'LOG_LEVEL', logLevels, 'info'),
     trustProxy: trustProxySetting(env.TRUST_PROXY),
     corsOrigins: list(env, 'CORS_ORIGINS'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
@@ -194,9 +198,16 @@ export function loadKernelConfig(env: Env): KernelConfig {
     ssrfAllowLoopback: ssrfAllowLoopback(env),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < 32) {
-    throw new Error('JWT_SECRET must be at least 32 bytes');
+    throw new ConfigError('JWT_SECRET must be at least 32 bytes');
   }
-  if (config.encryptionKeys !== undefined) parseKeyring(config.encryptionKeys, 'ENCRYPTION_KEYS');
+  if (config.encryptionKeys !== undefined) {
+    try {
+      parseKeyring(config.encryptionKeys, 'ENCRYPTION_KEYS');
+    } catch (error) {
+      // The keyring's own reasons name ENCRYPTION_KEYS; here they are the setting's.
+      throw new ConfigError((error as Error).message);
+    }
+  }
   return config;
 }
 
@@ -216,7 +227,7 @@ export function trustProxySetting(raw: string | undefined): TrustProxy {
   const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
   const bad = entries.find((entry) => parseCidr(entry) === null);
   if (bad !== undefined || !entries.length) {
-    throw new Error(`TRUST_PROXY must be true, false, a number of proxies or their addresses/CIDRs, comma-separated; got "${raw}"`);
+    throw new ConfigError(`TRUST_PROXY must be true, false, a number of proxies or their addresses/CIDRs, comma-separated; got "${raw}"`);
   }
   return entries;
 }
