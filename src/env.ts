@@ -15,12 +15,23 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-export function int(env: Env, name: string, fallback: number, min = 0): number {
+/** The longest delay a Node timer takes (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
+export const TIMER_MAX_MS = 2 ** 31 - 1;
+/** The same bound for settings in seconds that become a timer's delay. */
+export const TIMER_MAX_SECONDS = Math.floor(TIMER_MAX_MS / 1000);
+
+/**
+ * A whole number written in decimal digits only, from `min` to `max`: `1e3`,
+ * `0x8`, `+5`, `8.0` and padded values are refused, as integer query
+ * parameters are, rather than read as something the operator did not write.
+ */
+export function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) {
-    throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+  const value = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+    throw new ConfigError(`${name} must be an integer ${range} (decimal digits only), got "${raw}"`);
   }
   return value;
 }

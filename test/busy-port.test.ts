@@ -6,6 +6,8 @@ import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describeListenError, SERVER_LISTEN_SETTINGS } from '../src/kernel/listen-error';
+import { loadConfig } from '../src/config';
+import { ConfigError } from '../src/env';
 
 const MAIN = path.resolve(__dirname, '../src/main.js');
 const CLI = path.resolve(__dirname, '../src/cli.js');
@@ -96,6 +98,8 @@ test('a setting the server cannot start with is one line naming it, and exit cod
   const stripe = { STRIPE_SECRET_KEY: 'sk_test', STRIPE_WEBHOOK_SECRET: 'whsec_test' };
   const cases: [string, Record<string, string>][] = [
     ['PORT', { PORT: 'abc' }],
+    // Past the last port: once a RangeError from listen, with its stack.
+    ['PORT', { PORT: '65536' }],
     ['TRUST_PROXY', { TRUST_PROXY: 'maybe' }],
     ['JWT_SECRET', { JWT_SECRET: 'short' }],
     ['STRIPE_PRICES', { ...stripe, STRIPE_PRICES: 'garbage' }],
@@ -133,4 +137,19 @@ test('a DATA_DIR or DATABASE_FILE the server cannot write is one line naming the
     fs.mkdirSync(locked, { mode: 0o500 });
     oneLine(await run([MAIN], { ...base, DATA_DIR: locked }), `DATA_DIR ${locked} is not writable by this process`);
   }
+});
+
+test('integer settings are decimal digits within their bounds: PORT 0 to 65535, no exponent, sign, hex, fraction or padding', () => {
+  assert.equal(loadConfig({ PORT: '8080' }).port, 8080);
+  assert.equal(loadConfig({ PORT: '0' }).port, 0);
+  assert.equal(loadConfig({ PORT: '65535' }).port, 65535);
+  for (const raw of ['65536', '70000', '1e3', '1.9361e4', ' 8080', '8080 ', '+80', '-1', '0x50', '80.0', '99999999999999999999']) {
+    assert.throws(() => loadConfig({ PORT: raw }), (error: Error) => error instanceof ConfigError && /^PORT must be an integer from 0 to 65535/.test(error.message), raw);
+  }
+  assert.throws(() => loadConfig({ JOB_CONCURRENCY: '0x8' }), /^ConfigError: JOB_CONCURRENCY must be an integer >= 1/);
+  // A delay a Node timer cannot hold would fire at once, every millisecond.
+  assert.throws(() => loadConfig({ JOB_POLL_MS: '3000000000' }), /JOB_POLL_MS must be an integer from 10 to 2147483647/);
+  assert.throws(() => loadConfig({ AI_TIMEOUT_SECONDS: '2147484' }), /AI_TIMEOUT_SECONDS must be an integer from 1 to 2147483/);
+  assert.throws(() => loadConfig({ TOPUP_MAX_CREDITS: '1e6' }), /TOPUP_MAX_CREDITS must be an integer/);
+  assert.throws(() => loadConfig({ TOPUP_MIN_CREDITS: '500', TOPUP_MAX_CREDITS: '100' }), /TOPUP_MAX_CREDITS \(100\) must be at least TOPUP_MIN_CREDITS \(500\)/);
 });

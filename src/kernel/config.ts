@@ -2,7 +2,7 @@ import path from 'node:path';
 import { parseKeyring } from '../crypto/secret-box';
 import { parseCidr } from '../net/address-list';
 import pino from 'pino';
-import { bool, ConfigError, int, list, oneOf, type Env } from '../env';
+import { bool, ConfigError, int, list, oneOf, TIMER_MAX_MS, TIMER_MAX_SECONDS, type Env } from '../env';
 
 /**
  * The kernel's settings: where Atrium listens and stores, how it logs, what
@@ -149,7 +149,7 @@ function mailFrom(env: Env): string {
 
 export function loadKernelConfig(env: Env): KernelConfig {
   const host = env.HOST || '127.0.0.1';
-  const port = int(env, 'PORT', 8080);
+  const port = int(env, 'PORT', 8080, 0, 65535);
   const dataDir = path.resolve(env.DATA_DIR || './data');
   const publicUrl = (env.PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
   const config: KernelConfig = {
@@ -181,15 +181,15 @@ export function loadKernelConfig(env: Env): KernelConfig {
       maxCost: int(env, 'GRAPHQL_MAX_COST', 5000, 10),
       introspection: oneOf(env, 'GRAPHQL_INTROSPECTION', introspectionAccess, 'authenticated'),
     },
-    socketReauthenticateSeconds: int(env, 'SOCKET_REAUTHENTICATE_SECONDS', 30, 1),
+    socketReauthenticateSeconds: int(env, 'SOCKET_REAUTHENTICATE_SECONDS', 30, 1, TIMER_MAX_SECONDS),
     migrate: true,
     smtpUrl: smtpUrl(env),
     mailFrom: mailFrom(env),
     mailRetrySeconds: int(env, 'MAIL_RETRY_SECONDS', 300),
     jobs: {
-      pollMs: int(env, 'JOB_POLL_MS', 1000, 10),
+      pollMs: int(env, 'JOB_POLL_MS', 1000, 10, TIMER_MAX_MS),
       concurrency: int(env, 'JOB_CONCURRENCY', 8, 1),
-      leaseSeconds: int(env, 'JOB_LEASE_SECONDS', 60, 1),
+      leaseSeconds: int(env, 'JOB_LEASE_SECONDS', 60, 1, TIMER_MAX_SECONDS),
       maxAttempts: int(env, 'JOB_MAX_ATTEMPTS', 5, 1),
       retryBaseSeconds: int(env, 'JOB_RETRY_BASE_SECONDS', 10, 1),
       retryMaxSeconds: int(env, 'JOB_RETRY_MAX_SECONDS', 3600, 1),

@@ -1,4 +1,4 @@
-import { ConfigError, int, list, type Env } from '../../env';
+import { ConfigError, int, list, TIMER_MAX_SECONDS, type Env } from '../../env';
 
 /**
  * The AI engine (AI_*) and web search (WEB_SEARCH_*). Without AI_BASE_URL
@@ -57,7 +57,7 @@ export function loadAiConfig(env: Env): { ai: AiConfig } {
       apiKey: env.AI_API_KEY?.trim() || null,
       modelMap,
       defaultModel: env.AI_DEFAULT_MODEL?.trim() || 'gpt',
-      timeoutMs: int(env, 'AI_TIMEOUT_SECONDS', 60, 1) * 1000,
+      timeoutMs: int(env, 'AI_TIMEOUT_SECONDS', 60, 1, TIMER_MAX_SECONDS) * 1000,
       maxRetries: int(env, 'AI_MAX_RETRIES', 2, 0),
       maxOutputTokens: int(env, 'AI_MAX_OUTPUT_TOKENS', 1024, 16),
       agentMaxSteps: int(env, 'AGENT_MAX_STEPS', 6, 1),

@@ -1,4 +1,5 @@
-import { ConfigError, list, type Env } from '../../env';
+import { ConfigError, int, list, type Env } from '../../env';
+import { MAX_BALANCE } from '../billing';
 
 /**
  * The payment processor (STRIPE_*, TOPUP_*). Without STRIPE_SECRET_KEY and
@@ -51,9 +52,10 @@ export function loadPaymentsConfig(env: Env): PaymentsConfig {
   const protocol = url.protocol === 'http:' ? 'http' : 'https';
   const price = env.TOPUP_PRICE_PER_CREDIT?.trim() || '0.01';
   if (!/^\d{1,6}(\.\d{1,6})?$/.test(price) || Number(price) <= 0) throw new ConfigError(`TOPUP_PRICE_PER_CREDIT must be a positive decimal, got "${price}"`);
-  const min = Number(env.TOPUP_MIN_CREDITS || 100);
-  const max = Number(env.TOPUP_MAX_CREDITS || 1_000_000);
-  if (!Number.isInteger(min) || !Number.isInteger(max) || min < 1 || max < min) throw new ConfigError('TOPUP_MIN_CREDITS and TOPUP_MAX_CREDITS must be integers, 1 <= min <= max');
+  // More than a balance may hold could never be credited.
+  const min = int(env, 'TOPUP_MIN_CREDITS', 100, 1, MAX_BALANCE);
+  const max = int(env, 'TOPUP_MAX_CREDITS', 1_000_000, 1, MAX_BALANCE);
+  if (max < min) throw new ConfigError(`TOPUP_MAX_CREDITS (${max}) must be at least TOPUP_MIN_CREDITS (${min})`);
   return {
     stripe: secretKey
       ? { secretKey, webhookSecret, planByPrice, priceByPlan, host: url.hostname, port: Number(url.port || (protocol === 'http' ? 80 : 443)), protocol }
