@@ -153,3 +153,15 @@ test('integer settings are decimal digits within their bounds: PORT 0 to 65535, 
   assert.throws(() => loadConfig({ TOPUP_MAX_CREDITS: '1e6' }), /TOPUP_MAX_CREDITS must be an integer/);
   assert.throws(() => loadConfig({ TOPUP_MIN_CREDITS: '500', TOPUP_MAX_CREDITS: '100' }), /TOPUP_MAX_CREDITS \(100\) must be at least TOPUP_MIN_CREDITS \(500\)/);
 });
+
+test('an ATRIUM_OWNER_* value the first start cannot create is one line naming the variable and why, and exit code 1', async (t) => {
+  const base = { HOST: '127.0.0.1', PORT: '0', ATRIUM_OWNER_EMAIL: 'owner@example.com', ATRIUM_OWNER_PASSWORD: 'correct-horse-battery-staple' };
+  const [password, email] = await Promise.all([
+    run([MAIN], { ...base, DATA_DIR: dataDir(t), ATRIUM_OWNER_PASSWORD: 'short' }),
+    run([MAIN], { ...base, DATA_DIR: dataDir(t), ATRIUM_OWNER_EMAIL: 'bad' }),
+  ]);
+  assert.equal(password.code, 1);
+  assert.equal(password.stderr, 'atrium: invalid ATRIUM_OWNER_PASSWORD: must be at least 12 characters\n');
+  assert.equal(email.code, 1);
+  assert.equal(email.stderr, 'atrium: invalid ATRIUM_OWNER_EMAIL: not a valid email address\n');
+});
