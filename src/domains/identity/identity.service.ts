@@ -4,7 +4,7 @@ import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { hiddenCharacterIssue } from '../../errors/display-name';
 import { textLength } from '../../errors/text-length';
-import { hashPassword } from '../../auth/password';
+import { hashPassword, MAX_PASSWORD_LENGTH } from '../../auth/password';
 import type { Principal } from '../../auth/principal';
 import { requireAuthenticated } from '../../auth/policy';
 import type { AuditService } from '../audit';
@@ -120,6 +120,9 @@ export class IdentityService {
     if (!EMAIL.test(email)) issues.push({ loc: ['email'], msg: 'not a valid email address', type: 'value_error.email' });
     if (textLength(input.password) < MIN_PASSWORD_LENGTH) {
       issues.push({ loc: ['password'], msg: `must be at least ${MIN_PASSWORD_LENGTH} characters`, type: 'string_too_short' });
+    } else if (textLength(input.password) > MAX_PASSWORD_LENGTH) {
+      // As every body that takes a password: a longer one could never sign in.
+      issues.push({ loc: ['password'], msg: `must be at most ${MAX_PASSWORD_LENGTH} characters`, type: 'string_too_long' });
     }
     if (!input.company.trim()) issues.push({ loc: ['company'], msg: 'must not be empty', type: 'string_too_short' });
     const hidden = hiddenCharacterIssue(input.company.trim(), ['company']);
