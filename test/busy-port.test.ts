@@ -165,3 +165,21 @@ test('an ATRIUM_OWNER_* value the first start cannot create is one line naming t
   assert.equal(email.code, 1);
   assert.equal(email.stderr, 'atrium: invalid ATRIUM_OWNER_EMAIL: not a valid email address\n');
 });
+
+test('STRIPE_PRICES naming a plan the catalog lacks, or a CORS_ORIGINS entry that is no origin, stops the start with one line naming it', async (t) => {
+  const base = { HOST: '127.0.0.1', PORT: '0', STRIPE_SECRET_KEY: 'sk_test', STRIPE_WEBHOOK_SECRET: 'whsec_test' };
+  const [plan, cors] = await Promise.all([
+    run([MAIN], { ...base, DATA_DIR: dataDir(t), STRIPE_PRICES: 'starter:price_0,enterprize:price_1' }),
+    run([MAIN], { ...base, DATA_DIR: dataDir(t), CORS_ORIGINS: 'https://app.example.com,not a url' }),
+  ]);
+  assert.equal(plan.code, 1, plan.stderr);
+  assert.equal(plan.stderr, 'atrium: STRIPE_PRICES names "enterprize", not a plan of the catalog (starter, professional)\n');
+  oneLine(cors, 'CORS_ORIGINS entries must be origins');
+  assert.match(cors.stderr, /"not a url"/);
+
+  for (const bad of ['not a url', 'https://app.example.com/path', 'https://app.example.com?x=1', 'ftp://files.example.com', 'https://user:pw@app.example.com', '*']) {
+    assert.throws(() => loadConfig({ CORS_ORIGINS: bad }), /CORS_ORIGINS entries must be origins/, bad);
+  }
+  // As a browser writes its Origin header, which the CORS plugin compares as text.
+  assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://App.Example.com/, http://localhost:3000' }).corsOrigins, ['https://app.example.com', 'http://localhost:3000']);
+});

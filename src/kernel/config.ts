@@ -138,6 +138,27 @@ function smtpUrl(env: Env): string | undefined {
   return raw;
 }
 
+/**
+ * CORS_ORIGINS: origins, scheme://host[:port] (a trailing slash is dropped),
+ * written as a browser's Origin header is: the CORS plugin compares them as
+ * text, so a path, or a word that is no URL, could never match one.
+ */
+function corsOrigins(env: Env): string[] {
+  return list(env, 'CORS_ORIGINS').map((entry) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(entry);
+    } catch {
+      url = undefined;
+    }
+    const bare = url && url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password && !/[?#]/.test(entry);
+    if (!url || !bare || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      throw new ConfigError(`CORS_ORIGINS entries must be origins, scheme://host[:port] without a path (e.g. https://app.example.com), got "${entry}"`);
+    }
+    return url.origin;
+  });
+}
+
 /** MAIL_FROM: `address` or `Name <address>` on one line. */
 function mailFrom(env: Env): string {
   const raw = (env.MAIL_FROM || 'Atrium <no-reply@localhost>').trim();
@@ -161,7 +182,7 @@ export function loadKernelConfig(env: Env): KernelConfig {
     docsUrl: (env.DOCS_URL || `${publicUrl}/docs`).replace(/\/+$/, ''),
     logLevel: oneOf(env, 'LOG_LEVEL', logLevels, 'info'),
     trustProxy: trustProxySetting(env.TRUST_PROXY),
-    corsOrigins: list(env, 'CORS_ORIGINS'),
+    corsOrigins: corsOrigins(env),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     jwtSecret: env.JWT_SECRET || undefined,
     encryptionKeys: env.ENCRYPTION_KEYS?.trim() || undefined,
