@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, loadSubgraphConfig } from './config';
 import { boot, inContext, type Atrium } from './boot';
+import { ConfigError } from './env';
 import { isAppError } from './errors/catalog';
 import { mailStatuses, type MailStatus } from './mail/outbox.entity';
 import { jobStatus, jobStatuses, type JobRecord, type JobStatus } from './jobs/job-queue';
@@ -287,7 +288,8 @@ async function subgraph(args: string[]) {
       ...(port !== undefined ? { port } : {}),
     });
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    // A setting of the environment is not a wrong invocation: no usage after it.
+    throw error instanceof ConfigError ? error : new UsageError((error as Error).message);
   }
   const signals = stopOnSignals();
   // Only the domains this subgraph serves, and identity, which authenticates every request. A serving
@@ -348,7 +350,7 @@ main(process.argv.slice(2)).catch((error) => {
     console.error(`atrium: ${error.message}\n\n${USAGE}`);
     process.exit(2);
   }
-  if (error instanceof Refused) {
+  if (error instanceof Refused || error instanceof ConfigError) {
     for (const line of error.message.split('\n')) console.error(`atrium: ${line}`);
     process.exit(1);
   }

@@ -1,4 +1,5 @@
 import { buildApp, listen } from './app';
+import { ConfigError } from './env';
 import { loggableError } from './kernel/log-redaction';
 import { ListenRefused } from './kernel/listen-error';
 import { stopOnSignals } from './kernel/signals';
@@ -21,6 +22,7 @@ async function main() {
 }
 
 main().catch((error) => {
-  console.error(loggableError(error));
+  // A setting to change is one line, as a refused port is; anything else is a bug, with its stack.
+  console.error(error instanceof ConfigError ? `atrium: ${error.message}` : loggableError(error));
   process.exit(1);
 });

@@ -6,6 +6,8 @@ import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describeListenError, SERVER_LISTEN_SETTINGS } from '../src/kernel/listen-error';
+import { loadConfig } from '../src/config';
+import { ConfigError } from '../src/env';
 
 const MAIN = path.resolve(__dirname, '../src/main.js');
 const CLI = path.resolve(__dirname, '../src/cli.js');
@@ -82,4 +84,105 @@ test('a privileged port, a foreign address and an unresolved host name each name
   // A permission error that is not the listen itself (a file) is not the port's fault.
   assert.equal(describeListenError(system('EACCES', 'open'), at, SERVER_LISTEN_SETTINGS), undefined);
   assert.equal(describeListenError(new Error('boom'), at, SERVER_LISTEN_SETTINGS), undefined);
+});
+
+/** One line `atrium: …` naming `setting`, and nothing else: no stack. */
+function oneLine(result: { code: number | null; stderr: string }, setting: string) {
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(result.stderr, /^atrium: [^\n]+\n$/, result.stderr);
+  assert.ok(result.stderr.includes(setting), result.stderr);
+}
+
+test('a setting the server cannot start with is one line naming it, and exit code 1, from the server and the CLI', async (t) => {
+  const dir = dataDir(t);
+  const stripe = { STRIPE_SECRET_KEY: 'sk_test', STRIPE_WEBHOOK_SECRET: 'whsec_test' };
+  const cases: [string, Record<string, string>][] = [
+    ['PORT', { PORT: 'abc' }],
+    // Past the last port: once a RangeError from listen, with its stack.
+    ['PORT', { PORT: '65536' }],
+    ['TRUST_PROXY', { TRUST_PROXY: 'maybe' }],
+    ['JWT_SECRET', { JWT_SECRET: 'short' }],
+    ['STRIPE_PRICES', { ...stripe, STRIPE_PRICES: 'garbage' }],
+    ['AI_MODEL_MAP', { AI_MODEL_MAP: 'garbage' }],
+    ['BODY_LIMIT_BYTES', { BODY_LIMIT_BYTES: 'abc' }],
+    ['ENCRYPTION_KEYS', { ENCRYPTION_KEYS: 'garbage' }],
+    ['GRAPHQL_INTROSPECTION', { GRAPHQL_INTROSPECTION: 'maybe' }],
+    // pino's own refusal came later, from inside fastify, with its stack.
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+  ];
+  // A few at a time: ten servers loading at once outlast run()'s time limit on a busy machine.
+  for (let i = 0; i < cases.length; i += 3) {
+    await Promise.all(
+      cases.slice(i, i + 3).map(async ([setting, env]) => oneLine(await run([MAIN], { DATA_DIR: dir, HOST: '127.0.0.1', PORT: '0', ...env }), setting)),
+    );
+  }
+  oneLine(await run([CLI, 'serve'], { DATA_DIR: dir, LOG_LEVEL: 'loud' }), 'LOG_LEVEL');
+  oneLine(await run([CLI, 'create-owner', '--email', 'a@b.test', '--password', 'correct-horse-battery', '--company', 'A'], { DATA_DIR: dir, JWT_SECRET: 'short' }), 'JWT_SECRET');
+});
+
+test('a DATA_DIR or DATABASE_FILE the server cannot write is one line naming the setting, before SQLite fails on it', async (t) => {
+  const dir = dataDir(t);
+  const file = path.join(dir, 'a-file');
+  fs.writeFileSync(file, '');
+  const base = { HOST: '127.0.0.1', PORT: '0' };
+  const [isFile, underFile, dbIsFolder] = await Promise.all([
+    run([MAIN], { ...base, DATA_DIR: file }),
+    run([MAIN], { ...base, DATA_DIR: path.join(file, 'data') }),
+    run([MAIN], { ...base, DATA_DIR: dir, DATABASE_FILE: path.join(dir) }),
+  ]);
+  oneLine(isFile, `DATA_DIR ${file} is not a directory`);
+  oneLine(underFile, `DATA_DIR ${path.join(file, 'data')} is not a directory`);
+  oneLine(dbIsFolder, `DATABASE_FILE ${dir} is not a file`);
+  oneLine(await run([MAIN], { ...base, DATA_DIR: dir, DATABASE_FILE: path.join(file, 'db.sqlite') }), `the folder of DATABASE_FILE ${path.join(file, 'db.sqlite')} is not a directory`);
+  // Permissions do not hold root back: only another user can be refused a folder this way.
+  if (process.getuid?.() !== 0) {
+    const locked = path.join(dir, 'locked');
+    fs.mkdirSync(locked, { mode: 0o500 });
+    oneLine(await run([MAIN], { ...base, DATA_DIR: locked }), `DATA_DIR ${locked} is not writable by this process`);
+  }
+});
+
+test('integer settings are decimal digits within their bounds: PORT 0 to 65535, no exponent, sign, hex, fraction or padding', () => {
+  assert.equal(loadConfig({ PORT: '8080' }).port, 8080);
+  assert.equal(loadConfig({ PORT: '0' }).port, 0);
+  assert.equal(loadConfig({ PORT: '65535' }).port, 65535);
+  for (const raw of ['65536', '70000', '1e3', '1.9361e4', ' 8080', '8080 ', '+80', '-1', '0x50', '80.0', '99999999999999999999']) {
+    assert.throws(() => loadConfig({ PORT: raw }), (error: Error) => error instanceof ConfigError && /^PORT must be an integer from 0 to 65535/.test(error.message), raw);
+  }
+  assert.throws(() => loadConfig({ JOB_CONCURRENCY: '0x8' }), /^ConfigError: JOB_CONCURRENCY must be an integer >= 1/);
+  // A delay a Node timer cannot hold would fire at once, every millisecond.
+  assert.throws(() => loadConfig({ JOB_POLL_MS: '3000000000' }), /JOB_POLL_MS must be an integer from 10 to 2147483647/);
+  assert.throws(() => loadConfig({ AI_TIMEOUT_SECONDS: '2147484' }), /AI_TIMEOUT_SECONDS must be an integer from 1 to 2147483/);
+  assert.throws(() => loadConfig({ TOPUP_MAX_CREDITS: '1e6' }), /TOPUP_MAX_CREDITS must be an integer/);
+  assert.throws(() => loadConfig({ TOPUP_MIN_CREDITS: '500', TOPUP_MAX_CREDITS: '100' }), /TOPUP_MAX_CREDITS \(100\) must be at least TOPUP_MIN_CREDITS \(500\)/);
+});
+
+test('an ATRIUM_OWNER_* value the first start cannot create is one line naming the variable and why, and exit code 1', async (t) => {
+  const base = { HOST: '127.0.0.1', PORT: '0', ATRIUM_OWNER_EMAIL: 'owner@example.com', ATRIUM_OWNER_PASSWORD: 'correct-horse-battery-staple' };
+  const [password, email] = await Promise.all([
+    run([MAIN], { ...base, DATA_DIR: dataDir(t), ATRIUM_OWNER_PASSWORD: 'short' }),
+    run([MAIN], { ...base, DATA_DIR: dataDir(t), ATRIUM_OWNER_EMAIL: 'bad' }),
+  ]);
+  assert.equal(password.code, 1);
+  assert.equal(password.stderr, 'atrium: invalid ATRIUM_OWNER_PASSWORD: must be at least 12 characters\n');
+  assert.equal(email.code, 1);
+  assert.equal(email.stderr, 'atrium: invalid ATRIUM_OWNER_EMAIL: not a valid email address\n');
+});
+
+test('STRIPE_PRICES naming a plan the catalog lacks, or a CORS_ORIGINS entry that is no origin, stops the start with one line naming it', async (t) => {
+  const base = { HOST: '127.0.0.1', PORT: '0', STRIPE_SECRET_KEY: 'sk_test', STRIPE_WEBHOOK_SECRET: 'whsec_test' };
+  const [plan, cors] = await Promise.all([
+    run([MAIN], { ...base, DATA_DIR: dataDir(t), STRIPE_PRICES: 'starter:price_0,enterprize:price_1' }),
+    run([MAIN], { ...base, DATA_DIR: dataDir(t), CORS_ORIGINS: 'https://app.example.com,not a url' }),
+  ]);
+  assert.equal(plan.code, 1, plan.stderr);
+  assert.equal(plan.stderr, 'atrium: STRIPE_PRICES names "enterprize", not a plan of the catalog (starter, professional)\n');
+  oneLine(cors, 'CORS_ORIGINS entries must be origins');
+  assert.match(cors.stderr, /"not a url"/);
+
+  for (const bad of ['not a url', 'https://app.example.com/path', 'https://app.example.com?x=1', 'ftp://files.example.com', 'https://user:pw@app.example.com', '*']) {
+    assert.throws(() => loadConfig({ CORS_ORIGINS: bad }), /CORS_ORIGINS entries must be origins/, bad);
+  }
+  // As a browser writes its Origin header, which the CORS plugin compares as text.
+  assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://App.Example.com/, http://localhost:3000' }).corsOrigins, ['https://app.example.com', 'http://localhost:3000']);
 });

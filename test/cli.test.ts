@@ -143,3 +143,23 @@ test('help, unknown commands and missing flags', async (t) => {
   assert.equal(noCompany.code, 1);
   assert.match(noCompany.stderr, /Nobody/);
 });
+
+test('create-owner refuses a password longer than the API takes (1024 characters), which could never sign in', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-cli-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const long = await atrium(dir, 'create-owner', '--email', 'long@acme.test', '--password', 'y'.repeat(1025), '--company', 'Long');
+  assert.equal(long.code, 1, long.stderr);
+  assert.equal(long.stderr, 'atrium: invalid --password: must be at most 1024 characters\n');
+  const longest = await atrium(dir, 'create-owner', '--email', 'long@acme.test', '--password', 'y'.repeat(1024), '--company', 'Long');
+  assert.equal(longest.code, 0, longest.stderr);
+});
+
+test('create-owner refuses a company name longer than the API takes (200 characters)', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-cli-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const long = await atrium(dir, 'create-owner', '--email', 'long@acme.test', '--password', PASSWORD, '--company', 'z'.repeat(201));
+  assert.equal(long.code, 1, long.stderr);
+  assert.equal(long.stderr, 'atrium: invalid --company: must be 1 to 200 characters\n');
+  const longest = await atrium(dir, 'create-owner', '--email', 'long@acme.test', '--password', PASSWORD, '--company', 'z'.repeat(200));
+  assert.equal(longest.code, 0, longest.stderr);
+});

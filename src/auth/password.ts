@@ -6,6 +6,13 @@ function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptO
   );
 }
 
+/**
+ * The longest password any path takes: every request body that carries one
+ * (login, step-up, invitation acceptance, reset) and the CLI's create-owner,
+ * so an account is never created with a password it could not sign in with.
+ */
+export const MAX_PASSWORD_LENGTH = 1024;
+
 const KEY_LENGTH = 32;
 const R = 8;
 const P = 1;

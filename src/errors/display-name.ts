@@ -10,6 +10,9 @@ import { textLength } from './text-length';
  */
 const HIDDEN_CHARACTERS = /[\p{Cc}\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/u;
 
+/** The longest display name: a user's, a company's (the admin API and the CLI's create-owner alike), a key's. */
+export const DISPLAY_NAME_MAX = 200;
+
 /** The rule, as descriptions of the fields that take such a name state it. */
 export const displayNameRule = (max: number) => `1 to ${max} characters, without control characters or bidirectional formatting characters (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C)`;
 
@@ -19,7 +22,7 @@ export function hiddenCharacterIssue(name: string, loc: (string | number)[]): Va
 }
 
 /** A user-given display name as stored: trimmed, 1 to `max` characters, nothing hidden in it (422 at `loc` otherwise). */
-export function displayName(raw: string, loc: (string | number)[], max = 200): string {
+export function displayName(raw: string, loc: (string | number)[], max = DISPLAY_NAME_MAX): string {
   const name = raw.trim();
   if (!name || textLength(name) > max) throw AppError.validation([{ loc, msg: `must be 1 to ${max} characters`, type: 'string_length' }]);
   const hidden = hiddenCharacterIssue(name, loc);

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { parseKeyring } from '../crypto/secret-box';
 import { parseCidr } from '../net/address-list';
-import { bool, int, list, oneOf, type Env } from '../env';
+import pino from 'pino';
+import { bool, ConfigError, int, list, oneOf, TIMER_MAX_MS, TIMER_MAX_SECONDS, type Env } from '../env';
 
 /**
  * The kernel's settings: where Atrium listens and stores, how it logs, what
@@ -88,6 +89,9 @@ export interface RateLimitConfig {
   feedback: number;
 }
 
+/** pino's levels, and `silent`: what LOG_LEVEL takes (pino itself would refuse another with a stack, later). */
+const logLevels = [...Object.keys(pino.levels.values), 'silent'] as const;
+
 export const introspectionAccess = ['public', 'authenticated', 'off'] as const;
 
 /**
@@ -129,23 +133,44 @@ function smtpUrl(env: Env): string | undefined {
     url = undefined;
   }
   if (!url || (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || !url.hostname) {
-    throw new Error('SMTP_URL must look like smtp://user:pass@host:587 or smtps://user:pass@host:465');
+    throw new ConfigError('SMTP_URL must look like smtp://user:pass@host:587 or smtps://user:pass@host:465');
   }
   return raw;
+}
+
+/**
+ * CORS_ORIGINS: origins, scheme://host[:port] (a trailing slash is dropped),
+ * written as a browser's Origin header is: the CORS plugin compares them as
+ * text, so a path, or a word that is no URL, could never match one.
+ */
+function corsOrigins(env: Env): string[] {
+  return list(env, 'CORS_ORIGINS').map((entry) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(entry);
+    } catch {
+      url = undefined;
+    }
+    const bare = url && url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password && !/[?#]/.test(entry);
+    if (!url || !bare || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      throw new ConfigError(`CORS_ORIGINS entries must be origins, scheme://host[:port] without a path (e.g. https://app.example.com), got "${entry}"`);
+    }
+    return url.origin;
+  });
 }
 
 /** MAIL_FROM: `address` or `Name <address>` on one line. */
 function mailFrom(env: Env): string {
   const raw = (env.MAIL_FROM || 'Atrium <no-reply@localhost>').trim();
   if (!/^(?:[^<>\r\n]*<[^\s@<>]+@[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+)$/.test(raw)) {
-    throw new Error(`MAIL_FROM must be an address or "Name <address>", got "${raw}"`);
+    throw new ConfigError(`MAIL_FROM must be an address or "Name <address>", got "${raw}"`);
   }
   return raw;
 }
 
 export function loadKernelConfig(env: Env): KernelConfig {
   const host = env.HOST || '127.0.0.1';
-  const port = int(env, 'PORT', 8080);
+  const port = int(env, 'PORT', 8080, 0, 65535);
   const dataDir = path.resolve(env.DATA_DIR || './data');
   const publicUrl = (env.PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
   const config: KernelConfig = {
@@ -155,9 +180,9 @@ export function loadKernelConfig(env: Env): KernelConfig {
     databaseFile: env.DATABASE_FILE || path.join(dataDir, 'atrium.sqlite'),
     publicUrl,
     docsUrl: (env.DOCS_URL || `${publicUrl}/docs`).replace(/\/+$/, ''),
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: oneOf(env, 'LOG_LEVEL', logLevels, 'info'),
     trustProxy: trustProxySetting(env.TRUST_PROXY),
-    corsOrigins: list(env, 'CORS_ORIGINS'),
+    corsOrigins: corsOrigins(env),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     jwtSecret: env.JWT_SECRET || undefined,
     encryptionKeys: env.ENCRYPTION_KEYS?.trim() || undefined,
@@ -177,15 +202,15 @@ export function loadKernelConfig(env: Env): KernelConfig {
       maxCost: int(env, 'GRAPHQL_MAX_COST', 5000, 10),
       introspection: oneOf(env, 'GRAPHQL_INTROSPECTION', introspectionAccess, 'authenticated'),
     },
-    socketReauthenticateSeconds: int(env, 'SOCKET_REAUTHENTICATE_SECONDS', 30, 1),
+    socketReauthenticateSeconds: int(env, 'SOCKET_REAUTHENTICATE_SECONDS', 30, 1, TIMER_MAX_SECONDS),
     migrate: true,
     smtpUrl: smtpUrl(env),
     mailFrom: mailFrom(env),
     mailRetrySeconds: int(env, 'MAIL_RETRY_SECONDS', 300),
     jobs: {
-      pollMs: int(env, 'JOB_POLL_MS', 1000, 10),
+      pollMs: int(env, 'JOB_POLL_MS', 1000, 10, TIMER_MAX_MS),
       concurrency: int(env, 'JOB_CONCURRENCY', 8, 1),
-      leaseSeconds: int(env, 'JOB_LEASE_SECONDS', 60, 1),
+      leaseSeconds: int(env, 'JOB_LEASE_SECONDS', 60, 1, TIMER_MAX_SECONDS),
       maxAttempts: int(env, 'JOB_MAX_ATTEMPTS', 5, 1),
       retryBaseSeconds: int(env, 'JOB_RETRY_BASE_SECONDS', 10, 1),
       retryMaxSeconds: int(env, 'JOB_RETRY_MAX_SECONDS', 3600, 1),
@@ -194,9 +219,16 @@ export function loadKernelConfig(env: Env): KernelConfig {
     ssrfAllowLoopback: ssrfAllowLoopback(env),
   };
   if (config.jwtSecret !== undefined && Buffer.byteLength(config.jwtSecret) < 32) {
-    throw new Error('JWT_SECRET must be at least 32 bytes');
+    throw new ConfigError('JWT_SECRET must be at least 32 bytes');
   }
-  if (config.encryptionKeys !== undefined) parseKeyring(config.encryptionKeys, 'ENCRYPTION_KEYS');
+  if (config.encryptionKeys !== undefined) {
+    try {
+      parseKeyring(config.encryptionKeys, 'ENCRYPTION_KEYS');
+    } catch (error) {
+      // The keyring's own reasons name ENCRYPTION_KEYS; here they are the setting's.
+      throw new ConfigError((error as Error).message);
+    }
+  }
   return config;
 }
 
@@ -216,7 +248,7 @@ export function trustProxySetting(raw: string | undefined): TrustProxy {
   const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
   const bad = entries.find((entry) => parseCidr(entry) === null);
   if (bad !== undefined || !entries.length) {
-    throw new Error(`TRUST_PROXY must be true, false, a number of proxies or their addresses/CIDRs, comma-separated; got "${raw}"`);
+    throw new ConfigError(`TRUST_PROXY must be true, false, a number of proxies or their addresses/CIDRs, comma-separated; got "${raw}"`);
   }
   return entries;
 }

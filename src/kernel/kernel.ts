@@ -22,6 +22,7 @@ import { Budgets } from '../rate-limit/budgets';
 import { SecretBox } from '../crypto/secret-box';
 import { loadSecrets, type Secrets } from '../secrets';
 import type { KernelConfig } from './config';
+import { checkDataDirs } from './data-dir';
 import type { EntityClass } from './domain';
 import { stderrLogger, SwitchableLogger } from './logger';
 
@@ -70,6 +71,7 @@ export async function createKernel(
   config: KernelConfig,
   schema: { entities: readonly EntityClass[]; migrations: readonly MigrationEntry[] },
 ): Promise<Kernel> {
+  checkDataDirs(config);
   const secrets = loadSecrets(config.dataDir, {
     ...(config.jwtSecret ? { jwtSecret: config.jwtSecret } : {}),
     ...(config.encryptionKeys ? { encryptionKeys: config.encryptionKeys } : {}),

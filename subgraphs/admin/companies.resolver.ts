@@ -1,6 +1,7 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
 import { Rest, RestArgs, UUID } from '../rest';
+import { DISPLAY_NAME_MAX } from '../../src/errors/display-name';
 import { checkPage } from '../../src/pagination';
 import { COMPANIES_PER_PAGE, COMPANY_AUDIT_PER_PAGE, type CompanyAdminService, type IdentityApi } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
@@ -28,8 +29,8 @@ export const AdminCompanyPageType = PageType(AdminCompanyType, 'AdminCompanyPage
 
 @InputType('CompanyPatchInput', { description: 'Fields to change; omitted or null fields stay as they are' })
 export class CompanyPatchInput {
-  @Rest({ minLength: 1, maxLength: 200 })
-  @Field(() => String, { nullable: true, description: '1 to 200 characters, without control or bidirectional formatting characters' })
+  @Rest({ minLength: 1, maxLength: DISPLAY_NAME_MAX })
+  @Field(() => String, { nullable: true, description: `1 to ${DISPLAY_NAME_MAX} characters, without control or bidirectional formatting characters` })
   name?: string | null;
 
   @Rest({ minLength: 1, maxLength: 64 })

@@ -1,6 +1,7 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
 import { Rest } from '../rest';
+import { MAX_PASSWORD_LENGTH } from '../../src/auth/password';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, InvitationService } from '../../src/domains/identity';
 import { AuthPayloadType } from './types';
@@ -11,7 +12,7 @@ export class AcceptInvitationInput {
   @Field({ description: 'The token from the invitation link' })
   token!: string;
 
-  @Rest({ minLength: 1, maxLength: 1024 })
+  @Rest({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH })
   @Field({ description: 'The new account password (at least 12 characters)' })
   password!: string;
 

@@ -1,5 +1,6 @@
 import { Field, InputType, ObjectType } from 'type-graphql';
 import { Rest } from '../rest';
+import { MAX_PASSWORD_LENGTH } from '../../src/auth/password';
 
 @ObjectType('MfaSetup', { description: 'A TOTP enrolment; shown this once. MFA stays off until verifyMfa confirms a code' })
 export class MfaSetupType {
@@ -29,7 +30,7 @@ export class MfaStatusType {
 
 @InputType('StepUpInput')
 export class StepUpInput {
-  @Rest({ minLength: 1, maxLength: 1024 })
+  @Rest({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH })
   @Field()
   password!: string;
 

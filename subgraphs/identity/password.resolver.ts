@@ -1,6 +1,7 @@
 import { Arg, Ctx, Field, InputType, Mutation, Resolver } from 'type-graphql';
 import { Access } from '../policy/access';
 import { Rest, RestArgs } from '../rest';
+import { MAX_PASSWORD_LENGTH } from '../../src/auth/password';
 import { MIN_PASSWORD_LENGTH } from '../../src/domains/identity';
 import type { GraphQLContext } from '../context';
 import type { IdentityApi, PasswordResetService } from '../../src/domains/identity';
@@ -11,7 +12,7 @@ export class ResetPasswordInput {
   @Field({ description: 'The token from the reset link (the token query parameter of /app/reset-password)' })
   token!: string;
 
-  @Rest({ minLength: MIN_PASSWORD_LENGTH, maxLength: 1024 })
+  @Rest({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH })
   @Field({ description: 'At least 12 characters' })
   newPassword!: string;
 }

@@ -1,5 +1,6 @@
 import { Directive, Field, ID, InputType, ObjectType, registerEnumType } from 'type-graphql';
 import { Rest } from '../rest';
+import { MAX_PASSWORD_LENGTH } from '../../src/auth/password';
 import { roles } from '../../src/auth/principal';
 import { RoleValue } from '../shared/role';
 import { UserStatusValue } from '../shared/user-status';
@@ -114,7 +115,7 @@ export class LoginInput {
   @Field()
   email!: string;
 
-  @Rest({ minLength: 1, maxLength: 1024 })
+  @Rest({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH })
   @Field()
   password!: string;
 

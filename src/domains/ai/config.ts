@@ -1,4 +1,4 @@
-import { int, list, type Env } from '../../env';
+import { ConfigError, int, list, TIMER_MAX_SECONDS, type Env } from '../../env';
 
 /**
  * The AI engine (AI_*) and web search (WEB_SEARCH_*). Without AI_BASE_URL
@@ -35,9 +35,9 @@ function url(env: Env, name: string): string | null {
   try {
     parsed = new URL(value);
   } catch {
-    throw new Error(`${name} must be a URL, got "${value}"`);
+    throw new ConfigError(`${name} must be a URL, got "${value}"`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error(`${name} must be http(s), got "${value}"`);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ConfigError(`${name} must be http(s), got "${value}"`);
   return value.replace(/\/+$/, '');
 }
 
@@ -48,7 +48,7 @@ export function loadAiConfig(env: Env): { ai: AiConfig } {
     const at = pair.indexOf(':');
     const id = pair.slice(0, at).trim();
     const name = pair.slice(at + 1).trim();
-    if (at < 1 || !name) throw new Error(`AI_MODEL_MAP must be catalog-id:provider-name pairs separated by commas, got "${pair}"`);
+    if (at < 1 || !name) throw new ConfigError(`AI_MODEL_MAP must be catalog-id:provider-name pairs separated by commas, got "${pair}"`);
     modelMap.set(id, name);
   }
   return {
@@ -57,7 +57,7 @@ export function loadAiConfig(env: Env): { ai: AiConfig } {
       apiKey: env.AI_API_KEY?.trim() || null,
       modelMap,
       defaultModel: env.AI_DEFAULT_MODEL?.trim() || 'gpt',
-      timeoutMs: int(env, 'AI_TIMEOUT_SECONDS', 60, 1) * 1000,
+      timeoutMs: int(env, 'AI_TIMEOUT_SECONDS', 60, 1, TIMER_MAX_SECONDS) * 1000,
       maxRetries: int(env, 'AI_MAX_RETRIES', 2, 0),
       maxOutputTokens: int(env, 'AI_MAX_OUTPUT_TOKENS', 1024, 16),
       agentMaxSteps: int(env, 'AGENT_MAX_STEPS', 6, 1),

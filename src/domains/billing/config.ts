@@ -1,4 +1,4 @@
-import { int, type Env } from '../../env';
+import { ConfigError, int, type Env } from '../../env';
 
 /** Settings of the billing domain (BILLING_*, CREDIT_*). */
 export interface BillingConfig {
@@ -10,6 +10,6 @@ export interface BillingConfig {
 
 export function loadBillingConfig(env: Env): BillingConfig {
   const currency = (env.BILLING_CURRENCY?.trim() || 'usd').toLowerCase();
-  if (!/^[a-z]{3}$/.test(currency)) throw new Error(`BILLING_CURRENCY must be a three-letter ISO 4217 code, got "${env.BILLING_CURRENCY}"`);
+  if (!/^[a-z]{3}$/.test(currency)) throw new ConfigError(`BILLING_CURRENCY must be a three-letter ISO 4217 code, got "${env.BILLING_CURRENCY}"`);
   return { currency, holdTimeoutSeconds: int(env, 'CREDIT_HOLD_TIMEOUT_SECONDS', 900, 1) };
 }

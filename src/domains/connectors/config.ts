@@ -15,7 +15,7 @@ export interface ConnectorsConfig {
   testTimeoutMs: number;
 }
 
-import type { Env } from '../../env';
+import { ConfigError, type Env } from '../../env';
 import { ssrfAllowLoopback } from '../../kernel/config';
 
 export const DEFAULT_GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
@@ -30,7 +30,7 @@ function url(env: Env, name: string, fallback: string): string {
     parsed = undefined;
   }
   if (!parsed || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) {
-    throw new Error(`${name} must be an https URL, got "${raw}"`);
+    throw new ConfigError(`${name} must be an https URL, got "${raw}"`);
   }
   return raw;
 }

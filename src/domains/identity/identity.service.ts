@@ -2,9 +2,9 @@ import type { Orm } from '../../db/orm';
 import { searchKey } from '../../search-key';
 import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
-import { hiddenCharacterIssue } from '../../errors/display-name';
+import { DISPLAY_NAME_MAX, hiddenCharacterIssue } from '../../errors/display-name';
 import { textLength } from '../../errors/text-length';
-import { hashPassword } from '../../auth/password';
+import { hashPassword, MAX_PASSWORD_LENGTH } from '../../auth/password';
 import type { Principal } from '../../auth/principal';
 import { requireAuthenticated } from '../../auth/policy';
 import type { AuditService } from '../audit';
@@ -120,8 +120,16 @@ export class IdentityService {
     if (!EMAIL.test(email)) issues.push({ loc: ['email'], msg: 'not a valid email address', type: 'value_error.email' });
     if (textLength(input.password) < MIN_PASSWORD_LENGTH) {
       issues.push({ loc: ['password'], msg: `must be at least ${MIN_PASSWORD_LENGTH} characters`, type: 'string_too_short' });
+    } else if (textLength(input.password) > MAX_PASSWORD_LENGTH) {
+      // As every body that takes a password: a longer one could never sign in.
+      issues.push({ loc: ['password'], msg: `must be at most ${MAX_PASSWORD_LENGTH} characters`, type: 'string_too_long' });
     }
-    if (!input.company.trim()) issues.push({ loc: ['company'], msg: 'must not be empty', type: 'string_too_short' });
+    if (!input.company.trim()) {
+      issues.push({ loc: ['company'], msg: 'must not be empty', type: 'string_too_short' });
+    } else if (textLength(input.company.trim()) > DISPLAY_NAME_MAX) {
+      // The admin API's limit for a company name: every answer and page shows it.
+      issues.push({ loc: ['company'], msg: `must be 1 to ${DISPLAY_NAME_MAX} characters`, type: 'string_length' });
+    }
     const hidden = hiddenCharacterIssue(input.company.trim(), ['company']);
     if (hidden) issues.push(hidden);
     if (issues.length) throw AppError.validation(issues);

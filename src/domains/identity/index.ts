@@ -1,6 +1,8 @@
 import { UserDeletionHooks } from './user-deletion';
 import { AccessTokens } from '../../auth/tokens';
 import { defineDomain, type ApiOf } from '../../kernel/domain';
+import { ConfigError } from '../../env';
+import { isAppError, validationIssues } from '../../errors/catalog';
 import { auditDomain } from '../audit';
 import { billingDomain } from '../billing';
 import { AccessService } from './access.service';
@@ -178,7 +180,16 @@ export const identityDomain = defineDomain({
   },
   seed: async (identity) => {
     const owner = identity.config.owner;
-    if (owner && (await identity.accounts.userCount()) === 0) await identity.accounts.createCompanyWithOwner(owner);
+    if (!owner || (await identity.accounts.userCount()) !== 0) return;
+    try {
+      await identity.accounts.createCompanyWithOwner(owner);
+    } catch (error) {
+      // The variable to fix, as the CLI names its flag: the service's issues name only the field.
+      const issues = isAppError(error) ? validationIssues(error) : undefined;
+      if (!issues) throw error;
+      const variable: Record<string, string> = { email: 'ATRIUM_OWNER_EMAIL', password: 'ATRIUM_OWNER_PASSWORD', company: 'ATRIUM_OWNER_COMPANY' };
+      throw new ConfigError(issues.map((i) => `invalid ${variable[String(i.loc.at(-1))] ?? String(i.loc.at(-1))}: ${i.msg}`).join('; '));
+    }
   },
   jobs: (identity) => ({
     [PASSWORD_RESET_MAIL]: (job: PasswordResetMailJob) => identity.passwordReset.mailRequested(job),

@@ -1,4 +1,5 @@
-import { list, type Env } from '../../env';
+import { ConfigError, int, list, type Env } from '../../env';
+import { MAX_BALANCE } from '../billing';
 
 /**
  * The payment processor (STRIPE_*, TOPUP_*). Without STRIPE_SECRET_KEY and
@@ -30,13 +31,13 @@ export function loadPaymentsConfig(env: Env): PaymentsConfig {
   const secretKey = env.STRIPE_SECRET_KEY?.trim() ?? '';
   const webhookSecret = env.STRIPE_WEBHOOK_SECRET?.trim() ?? '';
   if (Boolean(secretKey) !== Boolean(webhookSecret)) {
-    throw new Error('Set both STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET, or neither (on-premise mode)');
+    throw new ConfigError('Set both STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET, or neither (on-premise mode)');
   }
   const planByPrice = new Map<string, string>();
   const priceByPlan = new Map<string, string>();
   for (const pair of list(env, 'STRIPE_PRICES')) {
     const [plan, price] = pair.split(':').map((s) => s.trim());
-    if (!plan || !price) throw new Error(`STRIPE_PRICES must be plan:price pairs separated by commas, got "${pair}"`);
+    if (!plan || !price) throw new ConfigError(`STRIPE_PRICES must be plan:price pairs separated by commas, got "${pair}"`);
     planByPrice.set(price, plan);
     priceByPlan.set(plan, price);
   }
@@ -45,15 +46,16 @@ export function loadPaymentsConfig(env: Env): PaymentsConfig {
   try {
     url = new URL(apiUrl);
   } catch {
-    throw new Error(`STRIPE_API_URL must be a URL, got "${apiUrl}"`);
+    throw new ConfigError(`STRIPE_API_URL must be a URL, got "${apiUrl}"`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`STRIPE_API_URL must be http(s), got "${apiUrl}"`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(`STRIPE_API_URL must be http(s), got "${apiUrl}"`);
   const protocol = url.protocol === 'http:' ? 'http' : 'https';
   const price = env.TOPUP_PRICE_PER_CREDIT?.trim() || '0.01';
-  if (!/^\d{1,6}(\.\d{1,6})?$/.test(price) || Number(price) <= 0) throw new Error(`TOPUP_PRICE_PER_CREDIT must be a positive decimal, got "${price}"`);
-  const min = Number(env.TOPUP_MIN_CREDITS || 100);
-  const max = Number(env.TOPUP_MAX_CREDITS || 1_000_000);
-  if (!Number.isInteger(min) || !Number.isInteger(max) || min < 1 || max < min) throw new Error('TOPUP_MIN_CREDITS and TOPUP_MAX_CREDITS must be integers, 1 <= min <= max');
+  if (!/^\d{1,6}(\.\d{1,6})?$/.test(price) || Number(price) <= 0) throw new ConfigError(`TOPUP_PRICE_PER_CREDIT must be a positive decimal, got "${price}"`);
+  // More than a balance may hold could never be credited.
+  const min = int(env, 'TOPUP_MIN_CREDITS', 100, 1, MAX_BALANCE);
+  const max = int(env, 'TOPUP_MAX_CREDITS', 1_000_000, 1, MAX_BALANCE);
+  if (max < min) throw new ConfigError(`TOPUP_MAX_CREDITS (${max}) must be at least TOPUP_MIN_CREDITS (${min})`);
   return {
     stripe: secretKey
       ? { secretKey, webhookSecret, planByPrice, priceByPlan, host: url.hostname, port: Number(url.port || (protocol === 'http' ? 80 : 443)), protocol }

@@ -60,8 +60,11 @@ export const paymentsDomain = defineDomain({
       webhook: new WebhookService(kernel.orm, stripe, config.payments.stripe, ledger, plans, deps.identity.accounts, kernel.mailer, kernel.log, config.payments),
     };
   },
-  // Existing companies get the current month's credits on the first start after an upgrade, not an hour later (idempotent).
-  seed: async (payments) => void (await payments.subscriptions.allocateCalendarMonth()),
+  seed: async (payments) => {
+    await payments.subscriptions.refuseUnknownPricedPlans();
+    // Existing companies get the current month's credits on the first start after an upgrade, not an hour later (idempotent).
+    await payments.subscriptions.allocateCalendarMonth();
+  },
   jobs: (payments) => ({
     [MONTHLY_ALLOCATION]: async () => void (await payments.subscriptions.allocateCalendarMonth()),
   }),

@@ -3,6 +3,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type Stripe from 'stripe';
 import type { Orm } from '../../db/orm';
 import { currentEm, transaction } from '../../db/unit-of-work';
+import { ConfigError } from '../../env';
 import { AppError } from '../../errors/catalog';
 import { sha256Hex } from '../../auth/tokens';
 import { isSuperadmin, requireAuthenticated, requireCompanyAdmin, requireUser } from '../../auth/policy';
@@ -453,6 +454,22 @@ export class SubscriptionService {
       };
     });
     return { items, page, perPage, total: companies.total };
+  }
+
+  /**
+   * A plan STRIPE_PRICES names that the catalog (data/plans.json, seeded
+   * before this runs) lacks is a typo that could never apply: no change
+   * could move to it and no subscription event would match it. Refused at
+   * start, naming it.
+   */
+  async refuseUnknownPricedPlans(): Promise<void> {
+    const priced = [...(this.config.stripe?.priceByPlan.keys() ?? [])];
+    if (!priced.length) return;
+    const known = (await this.plans.list()).map((plan) => plan.id);
+    const unknown = priced.filter((id) => !known.includes(id));
+    if (unknown.length) {
+      throw new ConfigError(`STRIPE_PRICES names ${unknown.map((id) => `"${id}"`).join(', ')}, not a plan of the catalog (${known.join(', ')})`);
+    }
   }
 
   /**

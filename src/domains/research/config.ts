@@ -1,4 +1,4 @@
-import { int, type Env } from '../../env';
+import { int, TIMER_MAX_SECONDS, type Env } from '../../env';
 
 /** Research jobs (RESEARCH_*). */
 export interface ResearchConfig {
@@ -18,8 +18,8 @@ export function loadResearchConfig(env: Env): { research: ResearchConfig } {
   return {
     research: {
       maxConcurrent: int(env, 'RESEARCH_MAX_CONCURRENT', 3, 1),
-      timeoutSeconds: int(env, 'RESEARCH_TIMEOUT_SECONDS', 1800, 60),
-      pageTimeoutMs: int(env, 'RESEARCH_PAGE_TIMEOUT_SECONDS', 10, 1) * 1000,
+      timeoutSeconds: int(env, 'RESEARCH_TIMEOUT_SECONDS', 1800, 60, TIMER_MAX_SECONDS),
+      pageTimeoutMs: int(env, 'RESEARCH_PAGE_TIMEOUT_SECONDS', 10, 1, TIMER_MAX_SECONDS) * 1000,
       pageMaxBytes: int(env, 'RESEARCH_PAGE_MAX_KB', 2048, 16) * 1024,
       pageMaxChars: int(env, 'RESEARCH_PAGE_MAX_CHARS', 12_000, 500),
     },
