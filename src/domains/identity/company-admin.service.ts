@@ -4,7 +4,7 @@ import type { Orm } from '../../db/orm';
 import { searchKey } from '../../search-key';
 import { currentEm } from '../../db/unit-of-work';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
-import { hiddenCharacterIssue } from '../../errors/display-name';
+import { DISPLAY_NAME_MAX, hiddenCharacterIssue } from '../../errors/display-name';
 import { textLength } from '../../errors/text-length';
 import { isSuperadmin, requireAuthenticated, requireCompanyAdmin } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
@@ -123,8 +123,8 @@ export class CompanyAdminService {
     const company = await this.get(principal, companyId);
     const issues: ValidationIssue[] = [];
     const name = patch.name == null ? undefined : patch.name.trim();
-    if (name !== undefined && (!name || textLength(name) > 200)) {
-      issues.push({ loc: ['body', 'name'], msg: 'must be 1 to 200 characters', type: 'string_length' });
+    if (name !== undefined && (!name || textLength(name) > DISPLAY_NAME_MAX)) {
+      issues.push({ loc: ['body', 'name'], msg: `must be 1 to ${DISPLAY_NAME_MAX} characters`, type: 'string_length' });
     } else if (name !== undefined) {
       const hidden = hiddenCharacterIssue(name, ['body', 'name']);
       if (hidden) issues.push(hidden);

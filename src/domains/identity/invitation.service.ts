@@ -3,9 +3,9 @@ import type { EntityManager } from '@mikro-orm/better-sqlite';
 import type { Orm } from '../../db/orm';
 import type { IdentitySettings } from './config';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
-import { hiddenCharacterIssue } from '../../errors/display-name';
+import { DISPLAY_NAME_MAX, hiddenCharacterIssue } from '../../errors/display-name';
 import { textLength } from '../../errors/text-length';
-import { hashPassword } from '../../auth/password';
+import { hashPassword, MAX_PASSWORD_LENGTH } from '../../auth/password';
 import { requireCompanyAdmin } from '../../auth/policy';
 import type { ApiKeyPrincipal, Principal, RequestMeta, UserPrincipal } from '../../auth/principal';
 import { sha256Hex } from '../../auth/tokens';
@@ -27,8 +27,6 @@ import { roles, User, type Role } from './user.entity';
 export const ACCEPT_INVITATION_PATH = '/app/accept-invitation';
 /** Rows one bulk request may carry. */
 export const MAX_BULK_INVITATIONS = 100;
-const MAX_PASSWORD_LENGTH = 1024;
-const MAX_NAME_LENGTH = 200;
 /** The mailer's own address rule, so an accepted address can always be mailed. */
 const ADDRESS = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
 
@@ -255,8 +253,8 @@ export class InvitationService {
       issues.push({ loc: ['body', 'password'], msg: `must be at most ${MAX_PASSWORD_LENGTH} characters`, type: 'string_too_long' });
     }
     const name = input.name == null ? null : input.name.trim();
-    if (name !== null && (!name || textLength(name) > MAX_NAME_LENGTH)) {
-      issues.push({ loc: ['body', 'name'], msg: `must be 1 to ${MAX_NAME_LENGTH} characters`, type: 'string_length' });
+    if (name !== null && (!name || textLength(name) > DISPLAY_NAME_MAX)) {
+      issues.push({ loc: ['body', 'name'], msg: `must be 1 to ${DISPLAY_NAME_MAX} characters`, type: 'string_length' });
     } else if (name !== null) {
       const hidden = hiddenCharacterIssue(name, ['body', 'name']);
       if (hidden) issues.push(hidden);

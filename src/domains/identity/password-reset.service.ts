@@ -3,7 +3,7 @@ import type { IdentitySettings } from './config';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, type ValidationIssue } from '../../errors/catalog';
 import { textLength } from '../../errors/text-length';
-import { hashPassword } from '../../auth/password';
+import { hashPassword, MAX_PASSWORD_LENGTH } from '../../auth/password';
 import type { RequestMeta } from '../../auth/principal';
 import { currentEm, transaction, whenCommitted, withUnitOfWork } from '../../db/unit-of-work';
 import type { JobQueue } from '../../jobs/job-queue';
@@ -28,8 +28,6 @@ export interface PasswordResetMailJob {
   ip: string;
   requestId: string;
 }
-/** Longest password accepted (as at login). */
-export const MAX_PASSWORD_LENGTH = 1024;
 
 /** What `sendResetFor` did. */
 export interface ResetMailReceipt {
