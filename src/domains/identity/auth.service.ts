@@ -97,11 +97,13 @@ export class AuthService {
     await attempt.succeeded();
     // Only after the password (so it tells no guesser that an email exists), and before the second factor is spent.
     await this.policies.checkIp(user.company.id, meta.ip);
-    // Only after the password: mfa_required never tells a guesser that an email exists.
-    await this.mfa.checkSecondFactor(user, input.totpCode, meta, 'login');
+    // Only after the password (never tells a guesser that an email exists), and before the
+    // second factor: a refused sign-in spends no recovery code and no TOTP step.
     if (user.status !== 'active') {
       throw new AppError('account_suspended', 'This account is suspended; contact your administrator');
     }
+    // Only after the password: mfa_required never tells a guesser that an email exists.
+    await this.mfa.checkSecondFactor(user, input.totpCode, meta, 'login');
 
     return this.startSession(user, meta, 'password');
   }
