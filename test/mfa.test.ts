@@ -396,6 +396,28 @@ test('/me/mfa/verify spends the auth rate-limit budget', async (t) => {
   assertCode(await post(app, '/v1/me/mfa/verify', token, { totp_code: '123456' }), 429, 'rate_limited');
 });
 
+test("a refused enrolment code is located at the caller's own name for it: GraphQL verifyMfa's argument [\"code\"], REST [\"body\", \"totp_code\"]", async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token: token } = await login(app, owner.email);
+  const setup = await post(app, '/v1/me/mfa/setup', token);
+  const { secret } = setup.json() as SetupBody;
+  for (const code of [wrongCode(secret), 'not-a-code']) {
+    const gql = await app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: bearer(token),
+      payload: { query: 'mutation($c: String!) { verifyMfa(code: $c) { enabled } }', variables: { c: code } },
+    });
+    const error = gql.json().errors[0];
+    assert.equal(error.extensions.code, 'validation_error', gql.body);
+    assert.deepEqual(error.extensions.errors.map((e: { loc: unknown }) => e.loc), [['code']]);
+    const rest = await post(app, '/v1/me/mfa/verify', token, { totp_code: code });
+    assertCode(rest, 422, 'validation_error');
+    assert.deepEqual(rest.json().errors.map((e: { loc: unknown }) => e.loc), [['body', 'totp_code']]);
+  }
+});
+
 test('GraphQL: setupMfa, verifyMfa, login with totpCode and User.mfaEnabled', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);
