@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { fieldPolicy, type FieldPolicy } from '../subgraphs/policy/access';
 import { compileRestMapper, fieldOutputPlan, fullSelection, inputSchema, toGraphQLInput, type JsonSchema } from './shapes';
 import { isRawRoute, type ArgSource, type GraphQLRoute, type RestRoute } from './route';
-import { restArgHints, type RestHints } from '../subgraphs/rest';
+import { restArgHints, snake, type RestHints } from '../subgraphs/rest';
 import { OperationMeter } from '../subgraphs/policy/limits';
 import { UNSCHEDULED_COST } from '../subgraphs/policy/scheduler';
 
@@ -64,6 +64,11 @@ function compileGraphQLRoute(schema: GraphQLSchema, meter: OperationMeter, route
     if (!field.args.some((a) => a.name === name)) throw new Error(`${route.field} has no argument ${name}`);
     const bound = FIELD_ONLY_HINTS.find((keyword) => 'hints' in source && source.hints?.[keyword] !== undefined);
     if (bound) throw new Error(`the hint ${bound} of ${name} bounds GraphQL too: declare it on ${route.field} (@RestArgs)`);
+    // A service locates a validation issue at the REST member; GraphQL finds the argument back by its REST name.
+    const restName = restArgHints(field, name)?.name ?? snake(name);
+    if ('name' in source && source.in !== 'path' && source.name !== restName) {
+      throw new Error(`${route.field}'s argument ${name} is the ${source.in} member ${source.name}: declare that name on the field (@RestArgs({ ${name}: { name: '${source.name}' } }))`);
+    }
   }
   for (const [member, hints] of Object.entries(route.bodyHints?.properties ?? {})) {
     const bound = FIELD_ONLY_HINTS.find((keyword) => hints[keyword] !== undefined);

@@ -72,13 +72,15 @@ const REQUEST_PARTS = new Set<unknown>(['body', 'query', 'path']);
 export interface FieldArgument {
   name: string;
   type: GraphQLInputType;
+  /** The member REST names it by when that is not its snake_case name (the `name` of its `@RestArgs` hint). */
+  restName?: string;
 }
 
 /**
  * A service's request location (`['body', 'invitations', 0, 'role']`) as the
  * path among the field's arguments (`['input', 'invitations', 0, 'role']`).
  * REST derives its members from the arguments by one naming rule (an
- * argument's snake_case name, or an input's fields by their REST names), so
+ * argument's REST name, or an input's fields by their REST names), so
  * the same rule read backwards finds the argument: a member named like an
  * argument is that argument; otherwise a field of an input-object argument
  * (a whole body). Undefined when nothing matches.
@@ -86,7 +88,7 @@ export interface FieldArgument {
 export function argumentPath(loc: readonly (string | number)[], args: readonly FieldArgument[]): (string | number)[] | undefined {
   if (!REQUEST_PARTS.has(loc[0]) || loc.length < 2) return undefined;
   const [first, ...rest] = loc.slice(1);
-  const named = args.find((arg) => snake(arg.name) === first);
+  const named = args.find((arg) => (arg.restName ?? snake(arg.name)) === first);
   if (named) return [named.name, ...memberPath(named.type, rest)];
   for (const arg of args) {
     const inner = getNullableType(arg.type);

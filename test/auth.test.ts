@@ -111,6 +111,19 @@ test('login email is case-insensitive and trimmed', async (t) => {
   }
 });
 
+test('login finds an address in either Unicode normal form (NFC or NFD): one address, stored in NFC', async (t) => {
+  const app = await build(t);
+  const nfc = 'j\u00f6hn@example.com';
+  const nfd = 'jo\u0308hn@example.com';
+  const owner = await seedOwner(app, nfd.toUpperCase());
+  for (const email of [nfc, nfd, ` ${nfd.toUpperCase()}`]) {
+    const res = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email, password: PASSWORD } });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(res.json().user.id, owner.userId);
+    assert.equal(res.json().user.email, nfc);
+  }
+});
+
 test('refresh rotates: the new pair works, the presented token is spent (401 token_invalid)', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);

@@ -215,6 +215,15 @@ test('an address another account uses is refused (409 email_taken), at request a
   assert.equal(await loginStatus(app, contested), 200);
 });
 
+test('an address another account uses in another Unicode normal form is the same address: 409 email_taken', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  await seedOwner(app, 'j\u00f6hn@example.com', 'Other Co');
+  const { access_token: token } = await login(app, owner.email);
+  assertCode(await requestChange(app, token, 'jo\u0308hn@example.com'), 409, 'email_taken');
+  assert.equal((await mails(app)).length, 0);
+});
+
 test('a company API key cannot change an email', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);

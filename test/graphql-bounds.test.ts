@@ -145,6 +145,13 @@ test('a route that bounds an argument by itself fails to compile: bounds live on
   assert.deepEqual((compiled!.request.querystring!.properties as Record<string, object>).q, { type: 'string', maxLength: 10, description: 'Contains' });
 });
 
+test("a route naming an argument's member otherwise than its REST name fails to compile: GraphQL could not locate a service's issue at that member", () => {
+  assert.throws(() => compileRoutes(probeSchema(), [probeRoute('probe', { q: query('query') })]), /argument q is the query member query: declare that name on the field/);
+  assert.throws(() => compileRoutes(probeSchema(), [probeRoute('poke', { note: member('text') })]), /argument note is the body member text/);
+  // Declared on the field (@RestArgs), where the policy layer reads it back.
+  assert.doesNotThrow(() => compileRoutes(probeSchema({ q: { name: 'query' } }), [probeRoute('probe', { q: query('query') })]));
+});
+
 test('an argument bound naming an argument the field lacks stops the build', () => {
   // A typo in @RestArgs must not leave an argument silently unbounded.
   assert.throws(() => enforceFieldPolicies(probeSchema({ query: { maxLength: 10 } }), 'probe'), /has no argument query to hint/);

@@ -154,6 +154,19 @@ test('conflicts: an address of a user of the company is 409 email_taken, one wit
   assert.equal((await invite(app, access_token, { email: 'dup@example.com', role: 'member' })).statusCode, 201);
 });
 
+test('an address in another Unicode normal form is the same address: inviting the NFD form of a user\'s NFC address is 409 email_taken; an invitation is stored in NFC', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app, 'j\u00f6hn@example.com');
+  const { access_token } = await login(app, owner.email);
+  assertCode(await invite(app, access_token, { email: 'jo\u0308hn@example.com', role: 'member' }), 409, 'email_taken');
+  const created = await invite(app, access_token, { email: 'RE\u0301MI@example.com', role: 'member' });
+  assert.equal(created.statusCode, 201, created.body);
+  assert.equal(created.json().email, 'r\u00e9mi@example.com');
+  assertCode(await invite(app, access_token, { email: 'r\u00e9mi@example.com', role: 'member' }), 409, 'conflict');
+  assert.equal((await accept(app, await mailedToken(app, 'r\u00e9mi@example.com'))).statusCode, 201);
+  assert.equal((await login(app, 're\u0301mi@example.com', NEW_PASSWORD)).user.email, 'r\u00e9mi@example.com');
+});
+
 test('GET /admin/invitations: envelope, Link header, page edges, status filter (expired computed), company scoped', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);

@@ -239,6 +239,39 @@ test('a recovery code replaces a TOTP code once; using one is audited', async (t
   assert.equal(Number(n), 2);
 });
 
+test('a sign-in refused as account_suspended spends nothing: no recovery code, no TOTP step, no mfa.recovery_code_used', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { secret, recoveryCodes } = await enrol(app, owner.email, owner.userId);
+  await awayFromStepBoundary();
+  await sql(app, "update users set status = 'suspended' where id = ?", [owner.userId]);
+  const gql = (totpCode: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/graphql',
+      payload: { query: 'mutation($i: LoginInput!) { login(input: $i) { accessToken } }', variables: { i: { email: owner.email, password: PASSWORD, totpCode } } },
+    });
+
+  // Still only after the right password: a wrong one says nothing of the account.
+  assertCode(await loginWith(app, owner.email, recoveryCodes[0], 'wrong-password-1'), 401, 'invalid_credentials');
+  assertCode(await loginWith(app, owner.email, recoveryCodes[0]), 403, 'account_suspended');
+  assert.equal((await gql(recoveryCodes[1]!)).json().errors[0].extensions.code, 'account_suspended');
+  const code = totp(secret);
+  assertCode(await loginWith(app, owner.email, code), 403, 'account_suspended');
+
+  const [{ unused }] = await sql<{ unused: number }>(app, 'select count(*) as unused from mfa_recovery_codes where user_id = ? and used_at is null', [owner.userId]);
+  assert.equal(Number(unused), 8);
+  assert.equal((await sql(app, "select id from audit_events where action = 'mfa.recovery_code_used'")).length, 0);
+  const [{ step }] = await sql<{ step: number }>(app, 'select mfa_last_step as step from users where id = ?', [owner.userId]);
+  assert.equal(Number(step), 0);
+
+  // Once active again, the very same codes sign in.
+  await sql(app, "update users set status = 'active' where id = ?", [owner.userId]);
+  assert.equal((await loginWith(app, owner.email, recoveryCodes[0])).statusCode, 200);
+  assert.equal((await gql(recoveryCodes[1]!)).json().errors, undefined);
+  assert.equal((await loginWith(app, owner.email, code)).statusCode, 200);
+});
+
 test('concurrent logins with one recovery code: exactly one succeeds', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);
@@ -361,6 +394,28 @@ test('/me/mfa/verify spends the auth rate-limit budget', async (t) => {
   const res = await post(app, '/v1/me/mfa/verify', token, { totp_code: '123456' });
   assert.match(String(res.headers['ratelimit-policy']), /^"auth";q=2;/);
   assertCode(await post(app, '/v1/me/mfa/verify', token, { totp_code: '123456' }), 429, 'rate_limited');
+});
+
+test("a refused enrolment code is located at the caller's own name for it: GraphQL verifyMfa's argument [\"code\"], REST [\"body\", \"totp_code\"]", async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const { access_token: token } = await login(app, owner.email);
+  const setup = await post(app, '/v1/me/mfa/setup', token);
+  const { secret } = setup.json() as SetupBody;
+  for (const code of [wrongCode(secret), 'not-a-code']) {
+    const gql = await app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: bearer(token),
+      payload: { query: 'mutation($c: String!) { verifyMfa(code: $c) { enabled } }', variables: { c: code } },
+    });
+    const error = gql.json().errors[0];
+    assert.equal(error.extensions.code, 'validation_error', gql.body);
+    assert.deepEqual(error.extensions.errors.map((e: { loc: unknown }) => e.loc), [['code']]);
+    const rest = await post(app, '/v1/me/mfa/verify', token, { totp_code: code });
+    assertCode(rest, 422, 'validation_error');
+    assert.deepEqual(rest.json().errors.map((e: { loc: unknown }) => e.loc), [['body', 'totp_code']]);
+  }
 });
 
 test('GraphQL: setupMfa, verifyMfa, login with totpCode and User.mfaEnabled', async (t) => {

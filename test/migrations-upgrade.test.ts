@@ -173,3 +173,51 @@ test('the search-keys migration folds the names and emails already stored, so q 
   const found = await app.inject({ url: `/v1/admin/users?q=${encodeURIComponent('ÉMILE')}`, headers: { authorization: `Bearer ${token}` } });
   assert.deepEqual(found.json().items.map((u: { id: string }) => u.id), [other.userId]);
 });
+
+test('the email NFC migration rewrites addresses stored decomposed, so they sign in and match again, and leaves two users of one address both as they are', async (t) => {
+  const dataDir = tempDir(t);
+  const owner = await createPreSplitDatabase(dataDir, PRE_SPLIT_MIGRATIONS.at(-1)!.name);
+  const nfc = (local: string) => `${local}@example.com`.normalize('NFC');
+  const nfd = (local: string) => `${local}@example.com`.normalize('NFD');
+  // Rows the old code wrote: it lower-cased and trimmed, but kept the normal form it was given.
+  const alone = randomUUID();
+  const twinNfc = randomUUID();
+  const twinNfd = randomUUID();
+  const invitation = randomUUID();
+  const change = randomUUID();
+  const db = new Database(path.join(dataDir, 'atrium.sqlite'));
+  try {
+    const now = Date.now();
+    const passwordHash = await hashPassword(PASSWORD, 1024);
+    const user = db.prepare(
+      'insert into `users` (`id`, `company_id`, `email`, `password_hash`, `role`, `created_at`, `updated_at`) values (?, ?, ?, ?, ?, ?, ?)',
+    );
+    user.run(alone, owner.companyId, nfd('jöhn'), passwordHash, 'member', now, now);
+    user.run(twinNfc, owner.companyId, nfc('zoë'), passwordHash, 'member', now, now);
+    user.run(twinNfd, owner.companyId, nfd('zoë'), passwordHash, 'member', now, now);
+    db.prepare(
+      'insert into `invitations` (`id`, `company_id`, `email`, `role`, `token_hash`, `status`, `expires_at`, `created_at`) values (?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(invitation, owner.companyId, nfd('rémi'), 'member', randomUUID(), 'pending', now + 86_400_000, now);
+    db.prepare(
+      'insert into `one_time_tokens` (`id`, `user_id`, `purpose`, `token_hash`, `expires_at`, `data`, `created_at`) values (?, ?, ?, ?, ?, ?, ?)',
+    ).run(change, owner.userId, 'email_change', randomUUID(), now + 86_400_000, JSON.stringify({ newEmail: nfd('chloé') }), now);
+  } finally {
+    db.close();
+  }
+  const app = await serve(t, dataDir);
+  await assertUpToDate(app);
+
+  const emails = new Map((await sql<{ id: string; email: string }>(app, 'select `id`, `email` from `users`')).map((u) => [u.id, u.email]));
+  assert.equal(emails.get(alone), nfc('jöhn'));
+  // Not merged, not rewritten: the unique index and the accounts stay as they were.
+  assert.equal(emails.get(twinNfc), nfc('zoë'));
+  assert.equal(emails.get(twinNfd), nfd('zoë'));
+  const [invited] = await sql<{ email: string }>(app, 'select `email` from `invitations` where `id` = ?', [invitation]);
+  assert.equal(invited!.email, nfc('rémi'));
+  const [token] = await sql<{ data: string }>(app, 'select `data` from `one_time_tokens` where `id` = ?', [change]);
+  assert.deepEqual(JSON.parse(token!.data), { newEmail: nfc('chloé') });
+
+  // Typed either way, the rewritten address signs in.
+  assert.equal((await login(app, nfd('jöhn'))).user.id, alone);
+  assert.equal((await login(app, nfc('jöhn'))).user.id, alone);
+});

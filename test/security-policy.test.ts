@@ -7,7 +7,7 @@ import { createClient } from 'graphql-ws';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { assertCode, bearer, build, createCompanyKey, login, PASSWORD, seedOwner, seedUser, sql } from './helper';
 import { inContext } from '../src/boot';
-import { googleClaims, signIn, ssoConfig, startMockProvider, type MockProvider } from './oidc-mock';
+import { cookiePair, googleClaims, setCookie, signIn, ssoConfig, startMockProvider, type MockProvider } from './oidc-mock';
 import { totp } from './totp';
 import Database from 'better-sqlite3';
 import { EXTERNAL_WRITES_SEEN_MS } from '../src/db/change-signal';
@@ -438,6 +438,45 @@ test('allowed_sso_providers, sso_signup_email_domains and ip_allowlist: SSO sign
   assert.equal((await put(app, ownerToken, { ip_allowlist: ['10.0.0.0/8'] }, { ip: '10.1.2.3' })).statusCode, 200);
   assertCode((await signIn(app, google, 'google', googleClaims('g-owner', owner.email))).res, 403, 'ip_not_allowed');
   assert.equal((await lastFailure()).reason, 'ip_not_allowed');
+});
+
+test('session_idle_timeout_minutes holds for the session cookie too: an idle cookie session is 401 token_invalid and ended, not revived', async (t) => {
+  const app = await build(t, { sso: ssoConfig(google, null) });
+  const owner = await seedOwner(app);
+  const member = await seedUser(app, owner.companyId);
+  const ownerToken = (await login(app, owner.email)).access_token;
+  assert.equal((await put(app, ownerToken, { session_idle_timeout_minutes: 5 })).statusCode, 200);
+  const browser = async (sub: string) => {
+    const { res } = await signIn(app, google, 'google', googleClaims(sub, member.email));
+    assert.equal(res.statusCode, 302, res.body);
+    return cookiePair(setCookie(res, 'service_token'));
+  };
+  const origin = app.config.publicUrl;
+  const profile = (cookie: string) => app.inject({ url: '/v1/me/profile', headers: { cookie } });
+  const sessionOf = (id: string) => sql<{ revoked_reason: string | null; last_seen_at: number }>(app, 'select revoked_reason, last_seen_at from sessions where id = ?', [id]);
+  const sessionIds = async () => (await sql<{ id: string }>(app, 'select id from sessions where user_id = ? order by created_at, rowid', [member.userId])).map((r) => r.id);
+
+  const idle = await browser('g-member');
+  const busy = await browser('g-member');
+  const [idleId, busyId] = await sessionIds();
+  // The busy session is used now; then both look idle in the database.
+  assert.equal((await profile(busy)).statusCode, 200);
+  const tenMinutesAgo = Date.now() - 10 * 60_000;
+  await sql(app, 'update sessions set last_seen_at = ? where user_id = ?', [tenMinutesAgo, member.userId]);
+
+  const refused = await profile(idle);
+  assertCode(refused, 401, 'token_invalid');
+  assert.match(refused.json().detail, /without activity/);
+  assert.equal((await sessionOf(idleId!))[0]!.revoked_reason, 'idle_timeout');
+  // Ended, not revived: no later request (a write, GraphQL) gets through or moves its last_seen_at.
+  const write = await app.inject({ method: 'PATCH', url: '/v1/me/profile', headers: { cookie: idle, origin }, payload: { name: 'Revived' } });
+  assertCode(write, 401, 'token_invalid');
+  const viaGraphql = await app.inject({ method: 'POST', url: '/graphql', headers: { cookie: idle, origin }, payload: { query: '{ me { role } }' } });
+  assert.equal(viaGraphql.json().errors[0].extensions.code, 'token_invalid', viaGraphql.body);
+  assert.equal((await sessionOf(idleId!))[0]!.last_seen_at, tenMinutesAgo);
+  // The cookie session used a moment ago on this node lives: the later of the two last-seen values counts.
+  assert.equal((await profile(busy)).statusCode, 200);
+  assert.equal((await sessionOf(busyId!))[0]!.revoked_reason, null);
 });
 
 test('ip_allowlist applies to graphql-ws connections too: a socket from outside the list is closed with 4403 ip_not_allowed', async (t) => {

@@ -449,6 +449,43 @@ test('a provider that cannot be reached is 502 sso_provider_unavailable, and is 
   assert.equal((await lastFailure(app)).reason, 'discovery_failed');
 });
 
+test('a provider out of order at the callback (a 5xx from its token endpoint, or down) is 502 sso_provider_unavailable, not 401 sso_failed', async (t) => {
+  // A provider of this test's own, so that it can be stopped.
+  const provider = await startMockProvider('google');
+  t.after(() => provider.stop().catch(() => undefined));
+  const app = await build(t, { sso: ssoConfig(provider, null) });
+  const owner = await seedOwner(app, 'outage@example.com');
+  const consented = async (edit?: Parameters<MockProvider['nextTokenResponse']>[0]) => {
+    const flow = await startFlow(app, 'google');
+    provider.nextIdToken(googleClaims('g-outage', owner.email));
+    if (edit) provider.nextTokenResponse(edit);
+    return { flow, location: await provider.authorize(flow.authorizationUrl.href) };
+  };
+
+  for (const [status, body] of [[500, { error: 'server_error' }], [503, '']] as const) {
+    const { flow, location } = await consented((response) => {
+      response.statusCode = status;
+      response.body = body;
+    });
+    const res = await callback(app, location, flow.stateCookie);
+    assertCode(res, 502, 'sso_provider_unavailable');
+    assert.equal(setCookie(res, 'service_token'), undefined);
+    assert.equal((await lastFailure(app)).reason, 'provider_unavailable');
+  }
+  // A refusal of the code is still a failed sign-in.
+  const refused = await consented((response) => {
+    response.statusCode = 400;
+    response.body = { error: 'invalid_grant' };
+  });
+  assertCode(await callback(app, refused.location, refused.flow.stateCookie), 401, 'sso_failed');
+
+  const { flow, location } = await consented();
+  await provider.stop();
+  assertCode(await callback(app, location, flow.stateCookie), 502, 'sso_provider_unavailable');
+  assert.equal((await lastFailure(app)).reason, 'provider_unreachable');
+  assert.equal((await sql(app, 'select id from sessions')).length, 0);
+});
+
 test('discovery must name the configured issuer; only the workplace provider may have a {tenantid} template', async (t) => {
   // The workplace mock's multi-tenant document, configured for the consumer provider: refused.
   const templated = await build(t, {

@@ -207,7 +207,8 @@ export const ssoRoutes: RestRoute[] = [
       "it (else 403 `forbidden`) and a recent `auth_time` when the provider sends one; it records the authentication " +
       'on that session (after the MFA challenge when MFA is on) and redirects without a new cookie. Refusals are problems: ' +
       '400 `sso_state_invalid`, 401 `sso_failed`, 401 `token_invalid` (the step-up session ended), 403 `sso_email_unverified`, ' +
-      '403 `sso_account_not_found`, 403 `account_suspended`, 409 `conflict` (the user is linked to another account of this provider).',
+      '403 `sso_account_not_found`, 403 `account_suspended`, 409 `conflict` (the user is linked to another account of this provider), ' +
+      '502 `sso_provider_unavailable` (the provider could not be reached or answered with a server error: start again later).',
     tag: 'Authentication',
     auth: 'public',
     rateLimit: 'auth',
@@ -218,6 +219,7 @@ export const ssoRoutes: RestRoute[] = [
       403: 'sso_email_unverified, sso_account_not_found (no user, no valid invitation), account_suspended, or forbidden (at step-up, another account)',
       404: 'not_found (unknown provider) or sso_provider_not_configured',
       409: 'conflict: the user is already linked to another account of this provider',
+      502: 'sso_provider_unavailable: the provider could not be reached, or answered the code exchange with a server error',
     },
     request: {
       params: providerParam,

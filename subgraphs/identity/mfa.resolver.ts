@@ -23,7 +23,7 @@ export class MfaResolver {
   }
 
   @Access({ auth: 'authenticated', rateLimit: 'auth', duringMfaEnrollment: true })
-  @RestArgs({ code: { minLength: 1, maxLength: 64 } })
+  @RestArgs({ code: { name: 'totp_code', minLength: 1, maxLength: 64 } })
   @Mutation(() => MfaStatusType, { description: 'Confirms enrolment with a current code; from then on login needs a second factor' })
   verifyMfa(@Arg('code', () => String) code: string, @Ctx() ctx: GraphQLContext) {
     return this.mfa.enable(ctx.principal, code, ctx.meta);

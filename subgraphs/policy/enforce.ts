@@ -44,7 +44,10 @@ export function enforceFieldPolicies(schema: GraphQLSchema, subgraph: string): G
       if (unknown.length) throw new Error(`${subgraph}: ${typeName}.${fieldName} has no argument ${unknown.join(', ')} to hint (@RestArgs)`);
       const inner = field[kind];
       if (!inner) return field;
-      const args = Object.entries(field.args ?? {}).map(([name, arg]): FieldArgument => ({ name, type: arg.type }));
+      const args = Object.entries(field.args ?? {}).map(([name, arg]): FieldArgument => {
+        const restName = restArgHints(field, name)?.name;
+        return restName === undefined ? { name, type: arg.type } : { name, type: arg.type, restName };
+      });
       const bounds = compileBounds(args.map((arg) => ({ ...arg, hints: restArgHints(field, arg.name) })));
       return { ...field, [kind]: guarded(inner as GraphQLFieldResolver<unknown, GraphQLContext>, policy, args, bounds) };
     };

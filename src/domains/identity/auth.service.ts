@@ -97,11 +97,13 @@ export class AuthService {
     await attempt.succeeded();
     // Only after the password (so it tells no guesser that an email exists), and before the second factor is spent.
     await this.policies.checkIp(user.company.id, meta.ip);
-    // Only after the password: mfa_required never tells a guesser that an email exists.
-    await this.mfa.checkSecondFactor(user, input.totpCode, meta, 'login');
+    // Only after the password (never tells a guesser that an email exists), and before the
+    // second factor: a refused sign-in spends no recovery code and no TOTP step.
     if (user.status !== 'active') {
       throw new AppError('account_suspended', 'This account is suspended; contact your administrator');
     }
+    // Only after the password: mfa_required never tells a guesser that an email exists.
+    await this.mfa.checkSecondFactor(user, input.totpCode, meta, 'login');
 
     return this.startSession(user, meta, 'password');
   }
@@ -303,9 +305,7 @@ export class AuthService {
     const now = Date.now();
     const cached = this.sessions.get(claims.sid);
     if (cached && cached.until > now && cached.sessionExpiresAt! > now) {
-      await this.checkIdle(cached.value.sessionId, cached.value.userId, cached.value.companyId, cached.stamp!, now);
-      this.markActive(cached.value.sessionId, now);
-      this.touch(Session, cached.value.sessionId, 'lastSeenAt', now);
+      await this.useSession(cached.value, cached.stamp!, now);
       return cached.value;
     }
 
@@ -325,16 +325,28 @@ export class AuthService {
       sessionId: session.id,
       isSuperadmin: user.isSuperadmin,
     };
-    await this.checkIdle(session.id, user.id, session.company.id, session.lastSeenAt.getTime(), now);
+    await this.useSession(principal, session.lastSeenAt.getTime(), now);
     this.sessions.set(session.id, {
       value: principal,
       until: now + CACHE_MS,
       sessionExpiresAt: session.expiresAt.getTime(),
       stamp: session.lastSeenAt.getTime(),
     });
-    this.markActive(session.id, now);
-    this.touch(Session, session.id, 'lastSeenAt', now);
     return principal;
+  }
+
+  /**
+   * One request's use of a live session, whatever carries it (an access token
+   * or the browser's session cookie): ends it when idle past its company's
+   * policy (throws 401 token_invalid), else records the activity. Both
+   * credentials share this node's activity, so a session used by cookie is
+   * not idle to its access tokens and the other way round.
+   * `stamp` is the session's last_seen_at as read from the database.
+   */
+  async useSession(principal: UserPrincipal, stamp: number, now: number): Promise<void> {
+    await this.checkIdle(principal.sessionId, principal.userId, principal.companyId, stamp, now);
+    this.markActive(principal.sessionId, now);
+    this.touch(Session, principal.sessionId, 'lastSeenAt', now);
   }
 
   private async authenticateKey(key: string): Promise<ApiKeyPrincipal | ModuleKeyPrincipal> {

@@ -18,8 +18,13 @@ import type { LedgerService, PlanService } from '../billing';
 export const MIN_PASSWORD_LENGTH = 12;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
+/**
+ * An address as it is stored and looked up: trimmed, lower-cased and in
+ * Unicode NFC, so "jöhn" typed precomposed (U+00F6) or decomposed (o +
+ * U+0308) is one address everywhere (uniqueness, invitations, sign-in).
+ */
 export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
+  return email.trim().toLowerCase().normalize('NFC');
 }
 
 export interface CompanyView {

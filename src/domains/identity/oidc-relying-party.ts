@@ -14,6 +14,9 @@ export function isTenantId(value: unknown): value is string {
   return typeof value === 'string' && GUID.test(value);
 }
 
+/** Reasons that say the provider was out of order, not that what it sent failed a check. */
+const OUTAGES = new Set(['discovery_failed', 'provider_unreachable', 'provider_unavailable']);
+
 /** Why a sign-in with the provider failed; `reason` goes to the audit log, never to the client verbatim. */
 export class OidcError extends Error {
   constructor(
@@ -23,6 +26,14 @@ export class OidcError extends Error {
   ) {
     super(message, options);
     this.name = 'OidcError';
+  }
+
+  /**
+   * The provider could not be used (not reached, its discovery document
+   * unusable, or a 5xx answer): nothing was verified, nor failed to verify.
+   */
+  get outage(): boolean {
+    return OUTAGES.has(this.reason);
   }
 }
 
@@ -282,9 +293,23 @@ function codeOf(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/**
+ * The HTTP status of the provider's answer an openid-client failure is about
+ * (a token or JWKS endpoint's), when it is one.
+ */
+function statusOf(error: unknown): number | undefined {
+  if (error instanceof oidc.ResponseBodyError) return error.status;
+  const cause = (error as { cause?: unknown } | undefined)?.cause;
+  return cause instanceof Response ? cause.status : undefined;
+}
+
 /** Maps an openid-client failure to an audit reason. */
 function classify(error: unknown): OidcError {
   if (error instanceof OidcError) return error;
+  const status = statusOf(error);
+  if (status !== undefined && status >= 500) {
+    return new OidcError('provider_unavailable', `The identity provider answered HTTP ${status}`, { cause: error });
+  }
   if (error instanceof oidc.AuthorizationResponseError) {
     return new OidcError('provider_error', `The identity provider answered ${error.error}`, { cause: error });
   }

@@ -6,16 +6,17 @@ import { sha256Hex } from '../../auth/tokens';
 import type { UserPrincipal } from '../../auth/principal';
 import { currentEm } from '../../db/unit-of-work';
 import { Session } from './session.entity';
+import type { AuthService } from './auth.service';
 
 /** How long a resolved cookie is trusted without a database read (revocations evict at once). */
 const CACHE_MS = 30_000;
-/** A session's "last seen" is written at most this often. */
-const TOUCH_MS = 60_000;
 
 interface Cached {
   value: UserPrincipal;
   until: number;
   sessionExpiresAt: number;
+  /** The session's last_seen_at as read from the database. */
+  stamp: number;
 }
 
 /**
@@ -26,11 +27,12 @@ interface Cached {
  */
 export class SessionCookieService {
   private readonly cache = new Map<string, Cached>();
-  private readonly lastTouched = new Map<string, number>();
 
   constructor(
     private readonly orm: Orm,
     bus: EventBus,
+    /** Judges and records each use of the session: the idle timeout is the same rule as for its access tokens. */
+    private readonly auth: AuthService,
   ) {
     bus.subscribe('session.revoked', ({ sessionId }) => {
       for (const [hash, cached] of this.cache) if (cached.value.sessionId === sessionId) this.cache.delete(hash);
@@ -55,7 +57,10 @@ export class SessionCookieService {
     const hash = sha256Hex(token);
     const now = Date.now();
     const cached = this.cache.get(hash);
-    if (cached && cached.until > now && cached.sessionExpiresAt > now) return cached.value;
+    if (cached && cached.until > now && cached.sessionExpiresAt > now) {
+      await this.auth.useSession(cached.value, cached.stamp, now);
+      return cached.value;
+    }
 
     const session = await currentEm(this.orm).findOne(Session, { cookieTokenHash: hash }, { populate: ['user'] });
     if (!session || session.revokedAt || session.expiresAt.getTime() <= now) {
@@ -73,20 +78,10 @@ export class SessionCookieService {
       sessionId: session.id,
       isSuperadmin: user.isSuperadmin,
     };
+    const stamp = session.lastSeenAt.getTime();
+    await this.auth.useSession(principal, stamp, now);
     if (this.cache.size >= 50_000) this.cache.clear();
-    this.cache.set(hash, { value: principal, until: now + CACHE_MS, sessionExpiresAt: session.expiresAt.getTime() });
-    this.touch(session.id, now);
+    this.cache.set(hash, { value: principal, until: now + CACHE_MS, sessionExpiresAt: session.expiresAt.getTime(), stamp });
     return principal;
-  }
-
-  /** Throttled "last seen", off the request's unit of work. */
-  private touch(sessionId: string, now: number): void {
-    if (now - (this.lastTouched.get(sessionId) ?? 0) < TOUCH_MS) return;
-    this.lastTouched.set(sessionId, now);
-    if (this.lastTouched.size > 50_000) this.lastTouched.clear();
-    this.orm.em
-      .fork()
-      .nativeUpdate(Session, { id: sessionId }, { lastSeenAt: new Date(now) })
-      .catch(() => this.lastTouched.delete(sessionId));
   }
 }

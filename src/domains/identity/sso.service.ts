@@ -189,9 +189,7 @@ export class SsoService {
       request = await party.authorizationRequest(input.callbackUrl, { reauthenticate: intent === 'step_up' });
     } catch (error) {
       await this.auditFailure(name, error instanceof OidcError ? error.reason : 'discovery_failed', input.meta, {});
-      throw new AppError('sso_provider_unavailable', `${providerProfiles[name].label} sign-in is unavailable right now; try again later`, {
-        cause: error,
-      });
+      throw providerUnavailable(name, error);
     }
     const em = currentEm(this.orm);
     const now = new Date();
@@ -234,9 +232,11 @@ export class SsoService {
         claims = await party.exchange(callbackUrl, { codeVerifier: state.codeVerifier, state: String(input.query.state), nonce: state.nonce });
       } catch (error) {
         if (!(error instanceof OidcError)) throw error;
-        throw new SsoRefusal(error.reason, new AppError('sso_failed', `${providerProfiles[name].label} sign-in could not be verified`, { cause: error }), {
-          data: { message: error.message },
-        });
+        // A provider out of order is the provider's failure (502, as at start), not a sign-in that failed its checks.
+        const refusal = error.outage
+          ? providerUnavailable(name, error)
+          : new AppError('sso_failed', `${providerProfiles[name].label} sign-in could not be verified`, { cause: error });
+        throw new SsoRefusal(error.reason, refusal, { data: { message: error.message } });
       }
       if (state.intent === 'step_up') return await this.finishStepUp(name, state, claims, input.meta);
       const { user, pendingLink } = await this.resolveUser(name, claims, input.meta);
@@ -671,6 +671,11 @@ export class SsoService {
 /** The stored subject of a provider account: the workplace provider's is `<tid>:<sub>` (pairwise per tenant). */
 function subjectOf(provider: SsoProviderName, claims: IdTokenClaims): string {
   return provider === 'microsoft' ? `${String(claims.tid)}:${claims.sub}` : claims.sub;
+}
+
+/** The provider could not be used (at start or at the callback): 502, try again later. */
+function providerUnavailable(provider: SsoProviderName, cause: unknown): AppError {
+  return new AppError('sso_provider_unavailable', `${providerProfiles[provider].label} sign-in is unavailable right now; try again later`, { cause });
 }
 
 function assertActive(user: User): void {

@@ -9,6 +9,7 @@ import { Migration20261122100800SecurityPolicy } from './Migration20261122100800
 import { Migration20261123100000InvitationPendingUnique } from './Migration20261123100000-invitation-pending-unique';
 import { Migration20261124100000ModuleKeys } from './Migration20261124100000-module-keys';
 import { Migration20261201000000SearchKeys } from './Migration20261201000000-search-keys';
+import { Migration20261220000000EmailNfc } from './Migration20261220000000-email-nfc';
 
 /** Identity's migrations; one that has shipped never changes the schema it builds. */
 export const identityMigrations: MigrationEntry[] = [
@@ -23,4 +24,5 @@ export const identityMigrations: MigrationEntry[] = [
   { name: 'Migration20261123100000InvitationPendingUnique', class: Migration20261123100000InvitationPendingUnique },
   { name: 'Migration20261124100000ModuleKeys', class: Migration20261124100000ModuleKeys },
   { name: 'Migration20261201000000SearchKeys', class: Migration20261201000000SearchKeys },
+  { name: 'Migration20261220000000EmailNfc', class: Migration20261220000000EmailNfc },
 ];
