@@ -5,7 +5,7 @@ import { SchemaMigration } from '../../db/schema-migration';
  * mail's body is forgotten when the link is spent or replaced, not only at
  * its expiry.
  */
-export class Migration20261129000000MailSecretRefs extends SchemaMigration {
+export class Migration20261221000000MailSecretRefs extends SchemaMigration {
   override up(): void {
     this.schema((schema) =>
       schema.alterTable('mail_outbox', (table) => {
