@@ -109,6 +109,7 @@ test('a setting the server cannot start with is one line naming it, and exit cod
     ['GRAPHQL_INTROSPECTION', { GRAPHQL_INTROSPECTION: 'maybe' }],
     // pino's own refusal came later, from inside fastify, with its stack.
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['SSO_REDIRECT_ALLOWLIST', { SSO_REDIRECT_ALLOWLIST: 'ftp://example.com' }],
   ];
   // A few at a time: ten servers loading at once outlast run()'s time limit on a busy machine.
   for (let i = 0; i < cases.length; i += 3) {

@@ -41,14 +41,14 @@ export function checkIssuerUrl(name: string, value: string): void {
   try {
     url = new URL(value);
   } catch {
-    throw new Error(`${name} must be a URL, got "${value}"`);
+    throw new ConfigError(`${name} must be a URL, got "${value}"`);
   }
   if (url.protocol === 'https:') return;
   if (url.protocol === 'http:' && isLoopbackHost(url.hostname)) return;
-  throw new Error(`${name} must be an https URL (plain http only on a loopback host), got "${value}"`);
+  throw new ConfigError(`${name} must be an https URL (plain http only on a loopback host), got "${value}"`);
 }
 
-import type { Env } from '../../env';
+import { ConfigError, type Env } from '../../env';
 
 function provider(env: Env, name: SsoProviderName): SsoProviderConfig {
   const prefix = `SSO_${name.toUpperCase()}_`;
@@ -76,7 +76,7 @@ function allowlist(env: Env): string[] {
       isUrl = false;
     }
     if (!isPath && !isUrl) {
-      throw new Error(`SSO_REDIRECT_ALLOWLIST entries must be http(s) URLs or absolute paths, got "${entry}"`);
+      throw new ConfigError(`SSO_REDIRECT_ALLOWLIST entries must be http(s) URLs or absolute paths, got "${entry}"`);
     }
   }
   return entries;
