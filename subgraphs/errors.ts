@@ -14,6 +14,9 @@ export function withoutSuggestions(message: string): string {
   return at === -1 ? message : message.slice(0, at);
 }
 
+/** A mutation (or subscription) sent with GET: 405, on /graphql and on a standalone subgraph alike. */
+export const onlyQueriesOverGet = (): AppError => new AppError('method_not_allowed', 'Only queries may be sent with GET; use POST');
+
 /**
  * The GraphQL error shape, for every transport: the catalog code and the
  * HTTP status in extensions (`extensions.http`, headers included, as
@@ -21,9 +24,6 @@ export function withoutSuggestions(message: string): string {
  * `hideSchema`: the caller may not introspect, so graphql-js' own messages
  * lose their suggestions.
  */
-/** A mutation (or subscription) sent with GET: 405, on /graphql and on a standalone subgraph alike. */
-export const onlyQueriesOverGet = (): AppError => new AppError('method_not_allowed', 'Only queries may be sent with GET; use POST');
-
 export function toGraphQLError(
   error: GraphQLError,
   log: ServerSideLog,

@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,7 +11,7 @@ import { loadConfig } from '../src/config';
 import { boot } from '../src/boot';
 import type { Logger } from '../src/kernel/logger';
 import { MailOutbox } from '../src/mail/outbox.entity';
-import { endMailLinks } from '../src/mail/mailer';
+import { endMailLinks, type SendOptions } from '../src/mail/mailer';
 import {
   accountDeleted,
   accountDeletionCancelled,
@@ -372,15 +372,21 @@ test('a one-time link leaves the outbox when it expires; mail without a link kee
   assert.match((await row(app, plain.id)).text, /deleted/);
 });
 
-test('mail not delivered before its link expired is given up, not retried', async (t) => {
+/** A reset mail whose first delivery the SMTP server refused (it accepts again afterwards). */
+async function undeliveredReset(t: TestContext, expiresInMinutes: number, options: SendOptions = {}) {
   const smtp = await smtpServer(t);
   const app = await build(t, { smtpUrl: smtp.url });
   const mailer = app.kernel.mailer;
   app.kernel.log.use(capture());
   smtp.state.reject = true;
-  const receipt = await mailer.send('user@example.com', passwordReset({ link: LINK, expiresInMinutes: 5 }));
+  const receipt = await mailer.send('user@example.com', passwordReset({ link: LINK, expiresInMinutes }), options);
   assert.equal(receipt.status, 'failed');
   smtp.state.reject = false;
+  return { smtp, app, mailer, receipt };
+}
+
+test('mail not delivered before its link expired is given up, not retried', async (t) => {
+  const { smtp, app, mailer, receipt } = await undeliveredReset(t, 5);
   await mailer.forgetExpiredSecrets(new Date(Date.now() + 6 * 60_000));
   const stored = await row(app, receipt.id);
   assert.equal(stored.status, 'failed');
@@ -390,14 +396,7 @@ test('mail not delivered before its link expired is given up, not retried', asyn
 });
 
 test('a mail whose link was spent or replaced before delivery is never delivered: given up, its text gone', async (t) => {
-  const smtp = await smtpServer(t);
-  const app = await build(t, { smtpUrl: smtp.url });
-  const mailer = app.kernel.mailer;
-  app.kernel.log.use(capture());
-  smtp.state.reject = true;
-  const receipt = await mailer.send('user@example.com', passwordReset({ link: LINK, expiresInMinutes: 30 }), { secretRef: 'password_reset:u1' });
-  assert.equal(receipt.status, 'failed');
-  smtp.state.reject = false;
+  const { smtp, app, mailer, receipt } = await undeliveredReset(t, 30, { secretRef: 'password_reset:u1' });
   await app.kernel.orm.em.fork().transactional((em) => endMailLinks(em, 'password_reset:u1'));
   await mailer.deliver(receipt.id);
   assert.deepEqual(await mailer.retryFailed(), { attempted: 0, sent: 0, failed: 0 });
