@@ -12,7 +12,9 @@ import { hashPassword } from '../src/auth/password';
 import { recordReplacedMigrations } from '../src/db/migrations';
 import { openDatabase } from '../src/db/orm';
 import { MailOutbox } from '../src/mail/outbox.entity';
-import { build, login, PASSWORD, sql } from './helper';
+import { inContext } from '../src/boot';
+import { build, login, PASSWORD, seedOwner, sql } from './helper';
+import { assertLedgerAddsUp } from './ledger-helper';
 import { MIGRATIONS_TABLE_SQL, PRE_SPLIT_MIGRATIONS } from './fixtures/pre-split-migrations';
 
 const BASELINE = 'Migration20261122000000Initial';
@@ -220,4 +222,44 @@ test('the email NFC migration rewrites addresses stored decomposed, so they sign
   // Typed either way, the rewritten address signs in.
   assert.equal((await login(app, nfd('jöhn'))).user.id, alone);
   assert.equal((await login(app, nfc('jöhn'))).user.id, alone);
+});
+
+test('the ledger-clustered migration keeps every entry, hold and usage record and every index, and its down makes ordinary tables of them again', async (t) => {
+  const app = await serve(t, tempDir(t));
+  const { companyId } = await seedOwner(app);
+  const ledger = app.domains.billing.ledger;
+  await inContext(app.kernel.orm, async () => {
+    await ledger.topUp({ companyId, credits: 500, key: 'migration-test' });
+    const spent = await ledger.reserve({ companyId, credits: 40, key: 'spent', feature: 'chat', model: 'gpt-4o-mini' });
+    await ledger.commit(spent.id, { credits: 25, tokens: 2500 });
+    const returned = await ledger.reserve({ companyId, credits: 30, key: 'returned', feature: 'chat' });
+    await ledger.release(returned.id);
+    await ledger.reserve({ companyId, credits: 10, key: 'open', feature: 'chat' });
+  });
+  const tables = ['credit_entries', 'credit_holds', 'usage_records'];
+  const contents = async () => Promise.all(tables.map((table) => sql(app, `select * from \`${table}\` order by \`id\``)));
+  const definitions = async () =>
+    sql<{ name: string; sql: string }>(app, `select name, sql from sqlite_master where tbl_name in (${tables.map(() => '?').join(', ')}) order by name`, tables);
+  const before = await contents();
+  assert.ok(before.every((rows) => rows.length > 0));
+  const clustered = await definitions();
+  for (const table of tables) assert.match(clustered.find((d) => d.name === table)!.sql, /without rowid$/i, table);
+
+  const migrator = app.kernel.orm.getMigrator();
+  await migrator.down('Migration20261222000000LedgerClustered');
+  const ordinary = await definitions();
+  for (const table of tables) assert.doesNotMatch(ordinary.find((d) => d.name === table)!.sql, /without rowid/i, table);
+  // The same indexes, plus the separate b-tree an ordinary table keeps for its text key; the same rows.
+  assert.deepEqual(
+    ordinary.map((d) => d.name),
+    [...clustered.map((d) => d.name), ...tables.map((table) => `sqlite_autoindex_${table}_1`)].sort(),
+  );
+  assert.deepEqual(await contents(), before);
+
+  await migrator.up('Migration20261222000000LedgerClustered');
+  assert.deepEqual(await definitions(), clustered);
+  assert.deepEqual(await contents(), before);
+  await assertUpToDate(app);
+  await assertLedgerAddsUp(app);
+  assert.equal(ledger.balance(companyId).held, 10);
 });

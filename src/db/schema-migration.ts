@@ -48,6 +48,36 @@ export abstract class SchemaMigration extends Migration {
     for (const column of columns) this.addSql(this.getKnex().raw('alter table ?? drop column ??', [table, column]));
   }
 
+  /**
+   * SQLite only (elsewhere a no-op): rebuilds `table` as a WITHOUT ROWID
+   * table, stored in the order of its primary key, or back as an ordinary
+   * one. An ordinary table with a text primary key keeps that key in a second
+   * b-tree beside the rows, which every insert writes too. The table is
+   * copied with its own definition, columns and indexes as they stand.
+   * Nothing may reference the table by foreign key (dropping it inside the
+   * migration's transaction would cascade).
+   */
+  protected async clusterByPrimaryKey(table: string, clustered = true): Promise<void> {
+    if (this.getKnex().client.dialect !== 'sqlite3') return;
+    const knex = this.getKnex();
+    const objects = (await this.execute(knex.raw("select type, name, sql from sqlite_master where tbl_name = ? and sql is not null", [table]))) as {
+      type: string;
+      name: string;
+      sql: string;
+    }[];
+    const definition = objects.find((object) => object.type === 'table')?.sql;
+    if (!definition) throw new Error(`${this.constructor.name}: no table ${table}`);
+    const name = new RegExp(`^create table [\`"]?${table}[\`"]?`, 'i');
+    if (!name.test(definition)) throw new Error(`${this.constructor.name}: cannot read the definition of ${table}`);
+    const body = definition.replace(name, '').replace(/\s+without rowid\s*$/i, '');
+    const copy = `${table}__rebuilt`;
+    this.addSql(`create table \`${copy}\`${body}${clustered ? ' without rowid' : ''}`);
+    this.addSql(`insert into \`${copy}\` select * from \`${table}\``);
+    this.addSql(`drop table \`${table}\``);
+    this.addSql(`alter table \`${copy}\` rename to \`${table}\``);
+    for (const index of objects.filter((object) => object.type === 'index')) this.addSql(index.sql);
+  }
+
   /** Drops an index by name if it is there (knex's dropIndex has no "if exists"). */
   protected dropIndexIfExists(name: string): void {
     this.addSql(this.getKnex().raw('drop index if exists ??', [name]));

@@ -4,6 +4,7 @@ import { Migration20261122100600UsageRecords } from './Migration20261122100600-u
 import { Migration20261124000000Ledger } from './Migration20261124000000-ledger';
 import { Migration20261124030000UsageCost } from './Migration20261124030000-usage-cost';
 import { Migration20261124110000PlanDailyRequests } from './Migration20261124110000-plan-daily-requests';
+import { Migration20261222000000LedgerClustered } from './Migration20261222000000-ledger-clustered';
 
 /** Billing's migrations; one that has shipped never changes the schema it builds. */
 export const billingMigrations: MigrationEntry[] = [
@@ -13,4 +14,5 @@ export const billingMigrations: MigrationEntry[] = [
   { name: 'Migration20261124000000Ledger', class: Migration20261124000000Ledger },
   { name: 'Migration20261124030000UsageCost', class: Migration20261124030000UsageCost },
   { name: 'Migration20261124110000PlanDailyRequests', class: Migration20261124110000PlanDailyRequests },
+  { name: 'Migration20261222000000LedgerClustered', class: Migration20261222000000LedgerClustered },
 ];
