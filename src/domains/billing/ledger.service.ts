@@ -143,6 +143,8 @@ interface Deltas {
   granted?: number;
   purchased?: number;
   held?: number;
+  /** The period's spend, in micro-units of the currency (an account's only; entries do not carry it). */
+  spendMicros?: number;
 }
 
 const ACCOUNT = 'select * from credit_accounts where company_id = ?';
@@ -347,9 +349,8 @@ export class LedgerService {
       const model = usage.model ?? row.model ?? '';
       const tokens = usage.tokens ?? 0;
       const costMicros = model ? Math.round((tokens * this.priceOf(model)) / 1000) : 0;
-      this.settle(sql, now, row, 'commit', spent);
+      this.settle(sql, now, row, 'commit', spent, costMicros);
       sql.run("update credit_holds set status = 'committed', committed_credits = ?, settled_at = ? where id = ?", spent, now, holdId);
-      sql.run('update credit_accounts set spend_micros = spend_micros + ? where company_id = ?', costMicros, row.company_id);
       sql.run(
         `insert into usage_records (id, company_id, user_id, api_key_id, model, feature, credits, tokens, cost_micros, hold_id, created_at)
          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -588,8 +589,8 @@ export class LedgerService {
     });
   }
 
-  /** Returns a hold's credits that `spent` leaves: to the buckets they came from, purchased first; an ended period's monthly part expires. */
-  private settle(sql: SyncSql, now: number, hold: HoldRow, kind: 'commit' | 'release', spent: number): void {
+  /** Returns a hold's credits that `spent` leaves: to the buckets they came from, purchased first; an ended period's monthly part expires. A commit's currency cost goes to the period's spend in the same update. */
+  private settle(sql: SyncSql, now: number, hold: HoldRow, kind: 'commit' | 'release', spent: number, spendMicros = 0): void {
     let back = hold.credits - spent;
     const purchased = Math.min(hold.purchased, back);
     back -= purchased;
@@ -601,6 +602,7 @@ export class LedgerService {
       purchased,
       granted,
       monthly,
+      spendMicros,
     }, { holdId: hold.id, actorId: hold.user_id });
     if (monthly > 0) {
       const account = this.account(sql, hold.company_id, now, false)!;
@@ -623,12 +625,13 @@ export class LedgerService {
   ): void {
     this.entry(sql, now, companyId, kind, key, credits, d, extra);
     sql.run(
-      `update credit_accounts set monthly = monthly + ?, granted = granted + ?, purchased = purchased + ?, held = held + ?, updated_at = ?
-       where company_id = ?`,
+      `update credit_accounts set monthly = monthly + ?, granted = granted + ?, purchased = purchased + ?, held = held + ?,
+         spend_micros = spend_micros + ?, updated_at = ? where company_id = ?`,
       d.monthly ?? 0,
       d.granted ?? 0,
       d.purchased ?? 0,
       d.held ?? 0,
+      d.spendMicros ?? 0,
       now,
       companyId,
     );
