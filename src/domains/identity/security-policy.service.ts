@@ -14,6 +14,7 @@ import { ssoProviderNames } from './sso.config';
 import { SecurityPolicy } from './security-policy.entity';
 import {
   defaultPolicy,
+  liveSessionWhere,
   POLICY_MIN_PASSWORD_LENGTH,
   viewOf,
   type SecurityPolicyEnforcer,
@@ -137,16 +138,9 @@ export class SecurityPolicyService {
   ): Promise<Page<CompanySessionView>> {
     const target = await this.targetCompany(principal, options.companyId);
     const policy = await this.enforcer.load(target);
-    const now = Date.now();
-    const idle = policy.view.sessionIdleTimeoutMinutes;
     const [sessions, total] = await currentEm(this.orm).findAndCount(
       Session,
-      {
-        company: target,
-        revokedAt: null,
-        expiresAt: { $gt: new Date(now) },
-        ...(idle === null ? {} : { lastSeenAt: { $gt: new Date(now - idle * 60_000) } }),
-      },
+      liveSessionWhere(policy, Date.now()),
       {
         populate: ['user'],
         orderBy: { createdAt: 'desc', id: 'desc' },
