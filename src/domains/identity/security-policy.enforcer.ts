@@ -10,6 +10,7 @@ import { EXTERNAL_WRITES_SEEN_MS, VersionedCache, type ChangeSignal } from '../.
 import { SecurityPolicy } from './security-policy.entity';
 import type { Session } from './session.entity';
 import { ssoProviderNames } from './sso.config';
+import { normalizeEmailDomain } from './identity.service';
 import { compileAllowlist, ipAllowed } from '../../net/address-list';
 
 /** The shortest password any policy may allow (and the default). */
@@ -214,7 +215,7 @@ export class SecurityPolicyEnforcer {
       };
     }
     if (signUpEmail !== undefined && view.ssoSignupEmailDomains.length) {
-      const domain = signUpEmail.slice(signUpEmail.lastIndexOf('@') + 1).toLowerCase();
+      const domain = normalizeEmailDomain(signUpEmail.slice(signUpEmail.lastIndexOf('@') + 1));
       if (!view.ssoSignupEmailDomains.includes(domain)) {
         return {
           reason: 'email_domain_not_allowed',
