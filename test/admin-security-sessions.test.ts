@@ -116,3 +116,53 @@ test('sessions idle past the company policy are not listed', async (t) => {
   const res = await app.inject({ url: SESSIONS, headers: bearer(ownerToken) });
   assert.deepEqual(res.json().items.map((s: { email: string }) => s.email), [owner.email]);
 });
+
+test('a session idle past the company policy counts on no admin view: the overview, active_session_count, the user\'s sessions and their own list agree with this list', async (t) => {
+  const app = await build(t);
+  const owner = await seedOwner(app);
+  const member = await seedUser(app, owner.companyId);
+  const stranger = await seedOwner(app, undefined, 'No idle timeout');
+  await inContext(app.kernel.orm, () =>
+    app.domains.identity.accounts.createCompanyWithOwner({ email: 'root@example.com', password: PASSWORD, company: 'Platform', superadmin: true }),
+  );
+  const ownerToken = (await loginAs(app, owner.email)).access_token;
+  await loginAs(app, member.email);
+  const fresh = await loginAs(app, member.email);
+  await loginAs(app, stranger.email);
+  const superToken = (await loginAs(app, 'root@example.com')).access_token;
+  const put = await app.inject({
+    method: 'PATCH',
+    url: '/v1/admin/security/policy',
+    headers: bearer(ownerToken),
+    payload: { session_idle_timeout_minutes: 15 },
+  });
+  assert.equal(put.statusCode, 200, put.body);
+  // The member's first session and the stranger's only one were last seen 20 minutes ago.
+  const [idle, live] = await sql<{ id: string }>(app, 'select id from sessions where user_id = ? order by created_at, rowid', [member.userId]);
+  const twentyMinutesAgo = Date.now() - 20 * 60_000;
+  await sql(app, 'update sessions set last_seen_at = ? where id = ? or user_id = ?', [twentyMinutesAgo, idle!.id, stranger.userId]);
+  const get = async (url: string, token = ownerToken) => {
+    const res = await app.inject({ url, headers: bearer(token) });
+    assert.equal(res.statusCode, 200, `${url}: ${res.body}`);
+    return res.json();
+  };
+
+  const [ownerSession] = await sql<{ id: string }>(app, 'select id from sessions where user_id = ?', [owner.userId]);
+  assert.deepEqual((await get(SESSIONS)).items.map((s: { id: string }) => s.id), [live!.id, ownerSession!.id]);
+  assert.equal((await get('/v1/admin/overview')).active_sessions, 2);
+  const list = await get('/v1/admin/users');
+  assert.equal(list.items.find((u: { id: string }) => u.id === member.userId).active_session_count, 1);
+  assert.equal((await get(`/v1/admin/users/${member.userId}`)).active_session_count, 1);
+  const sessions = await get(`/v1/admin/users/${member.userId}/sessions`);
+  assert.equal(sessions.total, 1);
+  assert.deepEqual(sessions.items.map((s: { id: string }) => s.id), [live!.id]);
+  const own = await get('/v1/me/sessions', fresh.access_token);
+  assert.deepEqual(own.items.map((s: { id: string }) => s.id), [live!.id]);
+
+  // Each company's own policy: the stranger's company has no idle timeout, so its old session still counts.
+  const all = await get('/v1/admin/users?per_page=100', superToken);
+  const count = (id: string) => all.items.find((u: { id: string }) => u.id === id).active_session_count;
+  assert.equal(count(member.userId), 1);
+  assert.equal(count(stranger.userId), 1);
+  assert.equal((await get(`/v1/admin/users/${stranger.userId}/sessions`, superToken)).total, 1);
+});

@@ -158,6 +158,36 @@ test('integer settings are decimal digits within their bounds: PORT 0 to 65535, 
   assert.throws(() => loadConfig({ TOPUP_MIN_CREDITS: '500', TOPUP_MAX_CREDITS: '100' }), /TOPUP_MAX_CREDITS \(100\) must be at least TOPUP_MIN_CREDITS \(500\)/);
 });
 
+test('identity settings have an upper bound each: an absurd TTL, grace, interval, limit or scrypt cost (or one no power of two) stops the start in one line', () => {
+  const maxima = {
+    REFRESH_REUSE_GRACE_SECONDS: 3600,
+    SCRYPT_COST: 2 ** 20,
+    EMAIL_CHANGE_TOKEN_TTL_MINUTES: 10_080,
+    ACCOUNT_DELETION_GRACE_DAYS: 365,
+    ACCOUNT_DELETION_INTERVAL_SECONDS: 86_400,
+    INVITATION_TTL_DAYS: 90,
+    LOGIN_DELAY_AFTER_FAILURES: 100,
+    LOGIN_DELAY_MAX_SECONDS: 3600,
+    LOGIN_LOCK_AFTER_FAILURES: 100,
+    LOGIN_LOCK_SECONDS: 86_400,
+    LOGIN_FAILURE_MEMORY_SECONDS: 2_592_000,
+    PASSWORD_RESET_TTL_MINUTES: 1440,
+    PASSWORD_RESET_MAILS_PER_HOUR: 100,
+  };
+  for (const [name, max] of Object.entries(maxima)) {
+    assert.doesNotThrow(() => loadConfig({ [name]: String(max) }), name);
+    assert.throws(
+      () => loadConfig({ [name]: String(max + 1) }),
+      (error: Error) => error instanceof ConfigError && new RegExp(`^${name} must be an integer from \\d+ to ${max} `).test(error.message) && !error.message.includes('\n'),
+      name,
+    );
+  }
+  assert.throws(() => loadConfig({ SCRYPT_COST: String(2 ** 40) }), /^ConfigError: SCRYPT_COST must be an integer from 2 to 1048576/);
+  assert.throws(() => loadConfig({ SCRYPT_COST: '3000' }), /^ConfigError: SCRYPT_COST must be a power of two from 2 to 1048576, got "3000"$/);
+  assert.equal(loadConfig({ SCRYPT_COST: '1024' }).scryptCost, 1024);
+  assert.throws(() => loadConfig({ INVITATION_TTL_DAYS: '1000000000000' }), /^ConfigError: INVITATION_TTL_DAYS must be an integer from 1 to 90/);
+});
+
 test('an ATRIUM_OWNER_* value the first start cannot create is one line naming the variable and why, and exit code 1', async (t) => {
   const base = { HOST: '127.0.0.1', PORT: '0', ATRIUM_OWNER_EMAIL: 'owner@example.com', ATRIUM_OWNER_PASSWORD: 'correct-horse-battery-staple' };
   const [password, email] = await Promise.all([

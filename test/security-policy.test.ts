@@ -440,6 +440,28 @@ test('allowed_sso_providers, sso_signup_email_domains and ip_allowlist: SSO sign
   assert.equal((await lastFailure()).reason, 'ip_not_allowed');
 });
 
+test('sso_signup_email_domains are stored in NFC, as addresses are: a domain typed decomposed admits sign-up from an address at it', async (t) => {
+  const app = await build(t, { sso: ssoConfig(google, null) });
+  const owner = await seedOwner(app);
+  const ownerToken = (await login(app, owner.email)).access_token;
+  const decomposed = 'bu\u0308cher.example';
+  const composed = 'b\u00fccher.example';
+  const res = await put(app, ownerToken, { sso_signup_email_domains: [`@${decomposed.toUpperCase()}`, composed] });
+  assert.equal(res.statusCode, 200, res.body);
+  assert.deepEqual(res.json().sso_signup_email_domains, [composed]);
+
+  const email = `hire@${composed}`;
+  const id = randomBytes(16).toString('hex');
+  const now = Date.now();
+  await sql(
+    app,
+    'insert into invitations (id, company_id, email, role, token_hash, status, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)',
+    [id, owner.companyId, email, 'member', createHash('sha256').update(id).digest('hex'), 'pending', now + 86_400_000, now],
+  );
+  assert.equal((await signIn(app, google, 'google', googleClaims('g-hire', email))).res.statusCode, 302);
+  assert.equal((await sql(app, 'select 1 from users where email = ?', [email])).length, 1);
+});
+
 test('session_idle_timeout_minutes holds for the session cookie too: an idle cookie session is 401 token_invalid and ended, not revived', async (t) => {
   const app = await build(t, { sso: ssoConfig(google, null) });
   const owner = await seedOwner(app);

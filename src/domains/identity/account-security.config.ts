@@ -29,19 +29,38 @@ export interface PasswordResetConfig {
   mailsPerHour: number;
 }
 
+/** The largest value of each setting (see IDENTITY_SETTING_MAX in ./config.ts for why there are any). */
+const ACCOUNT_SECURITY_SETTING_MAX = {
+  /** A throttle that first acts after more guesses than this protects nothing; 0 turns it off instead. */
+  LOGIN_DELAY_AFTER_FAILURES: 100,
+  LOGIN_LOCK_AFTER_FAILURES: 100,
+  /** A longer wait is a lock, which LOGIN_LOCK_* sets. */
+  LOGIN_DELAY_MAX_SECONDS: 3600,
+  /** Anyone can lock an address by failing on purpose: a longer lock keeps its owner out for days. */
+  LOGIN_LOCK_SECONDS: 24 * 3600,
+  /** Failures are kept this long (one row per address tried): a month is the longest a count needs. */
+  LOGIN_FAILURE_MEMORY_SECONDS: 30 * 24 * 3600,
+  /** A reset link sets a password: one older than a day is asked for again, not honoured. */
+  PASSWORD_RESET_TTL_MINUTES: 24 * 60,
+  /** More is no limit on the mails anyone can have sent to an address. */
+  PASSWORD_RESET_MAILS_PER_HOUR: 100,
+} as const;
+
+const max = ACCOUNT_SECURITY_SETTING_MAX;
+
 export function loadLoginThrottleConfig(env: Env): LoginThrottleConfig {
   return {
-    delayAfterFailures: int(env, 'LOGIN_DELAY_AFTER_FAILURES', 5, 0),
-    maxDelaySeconds: int(env, 'LOGIN_DELAY_MAX_SECONDS', 60, 1),
-    lockAfterFailures: int(env, 'LOGIN_LOCK_AFTER_FAILURES', 10, 0),
-    lockSeconds: int(env, 'LOGIN_LOCK_SECONDS', 15 * 60, 1),
-    failureMemorySeconds: int(env, 'LOGIN_FAILURE_MEMORY_SECONDS', 24 * 3600, 60),
+    delayAfterFailures: int(env, 'LOGIN_DELAY_AFTER_FAILURES', 5, 0, max.LOGIN_DELAY_AFTER_FAILURES),
+    maxDelaySeconds: int(env, 'LOGIN_DELAY_MAX_SECONDS', 60, 1, max.LOGIN_DELAY_MAX_SECONDS),
+    lockAfterFailures: int(env, 'LOGIN_LOCK_AFTER_FAILURES', 10, 0, max.LOGIN_LOCK_AFTER_FAILURES),
+    lockSeconds: int(env, 'LOGIN_LOCK_SECONDS', 15 * 60, 1, max.LOGIN_LOCK_SECONDS),
+    failureMemorySeconds: int(env, 'LOGIN_FAILURE_MEMORY_SECONDS', 24 * 3600, 60, max.LOGIN_FAILURE_MEMORY_SECONDS),
   };
 }
 
 export function loadPasswordResetConfig(env: Env): PasswordResetConfig {
   return {
-    ttlMinutes: int(env, 'PASSWORD_RESET_TTL_MINUTES', 30, 1),
-    mailsPerHour: int(env, 'PASSWORD_RESET_MAILS_PER_HOUR', 5, 1),
+    ttlMinutes: int(env, 'PASSWORD_RESET_TTL_MINUTES', 30, 1, max.PASSWORD_RESET_TTL_MINUTES),
+    mailsPerHour: int(env, 'PASSWORD_RESET_MAILS_PER_HOUR', 5, 1, max.PASSWORD_RESET_MAILS_PER_HOUR),
   };
 }

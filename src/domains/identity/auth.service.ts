@@ -15,7 +15,7 @@ import { Session } from './session.entity';
 import { User } from './user.entity';
 import { normalizeEmail } from './identity.service';
 import { currentEm, transaction, whenCommitted } from '../../db/unit-of-work';
-import { idleTimeoutMs, keyAgeRefusal, type CompiledPolicy, type SecurityPolicyEnforcer } from './security-policy.enforcer';
+import { idlePastPolicy, idleTimeoutMs, keyAgeRefusal, type CompiledPolicy, type SecurityPolicyEnforcer } from './security-policy.enforcer';
 
 export interface TokenPair {
   accessToken: string;
@@ -416,10 +416,8 @@ export class AuthService {
 
   /** Whether the session has been idle for longer than the policy allows. */
   private idleFor(policy: CompiledPolicy, sessionId: string, stamp: number, now: number): boolean {
-    const timeout = idleTimeoutMs(policy);
-    if (timeout === null) return false;
     const lastSeen = Math.max(stamp, this.lastActive.get(sessionId) ?? 0, this.lastTouched.get(sessionId) ?? 0);
-    return now - lastSeen > timeout;
+    return idlePastPolicy(policy, lastSeen, now);
   }
 
   private markActive(sessionId: string, now: number): void {

@@ -17,6 +17,7 @@ import { Session } from './session.entity';
 import { Invitation } from './invitation.entity';
 import { ApiKey } from './api-key.entity';
 import type { PlanService } from '../billing';
+import { liveSessionWhere, type SecurityPolicyEnforcer } from './security-policy.enforcer';
 
 export const COMPANIES_PER_PAGE = 20;
 export const COMPANY_AUDIT_PER_PAGE = 50;
@@ -60,6 +61,7 @@ export class CompanyAdminService {
     private readonly dialect: SqlDialect,
     private readonly audit: AuditService,
     private readonly plans: PlanService,
+    private readonly policies: SecurityPolicyEnforcer,
   ) {}
 
   /**
@@ -208,7 +210,7 @@ export class CompanyAdminService {
       byRole[row.role] = (byRole[row.role] ?? 0) + n;
     }
     const pendingInvitations = await em.count(Invitation, { company: companyId, status: 'pending', expiresAt: { $gt: now } });
-    const activeSessions = await em.count(Session, { company: companyId, revokedAt: null, expiresAt: { $gt: now } });
+    const activeSessions = await em.count(Session, liveSessionWhere(await this.policies.policyOf(companyId), now.getTime()));
     const activeApiKeys = await em.count(ApiKey, { company: companyId, revokedAt: null });
     const recentSecurityEvents = await em.find(
       AuditEvent,

@@ -1,4 +1,4 @@
-import { int, type Env } from '../../env';
+import { ConfigError, int, type Env } from '../../env';
 import type { KernelConfig } from '../../kernel/config';
 import {
   loadLoginThrottleConfig,
@@ -41,6 +41,39 @@ export interface IdentityConfig {
 /** What identity's services read: their own settings and the kernel's (public URL, log level). */
 export type IdentitySettings = KernelConfig & IdentityConfig;
 
+/**
+ * The largest value each identity setting takes: beyond it a value is a typo
+ * or works against what the setting is for, so it stops the start (ConfigError)
+ * instead of failing at the first sign-in or stretching a link's life for years.
+ */
+const IDENTITY_SETTING_MAX = {
+  /** A client racing itself retries within seconds; a longer grace only lets a stolen token be replayed unnoticed. */
+  REFRESH_REUSE_GRACE_SECONDS: 3600,
+  /**
+   * Each hash holds 128 * N * r bytes (r = 8) and its CPU time grows alike: 1 GiB and
+   * seconds at 2^20, for every sign-in. (node's own limit, N < 2^32, is checked only when
+   * a hash is made, and maxmem is passed as twice the need, so neither bounds it sooner.)
+   */
+  SCRYPT_COST: 2 ** 20,
+  /** A confirmation link is a credential lying in a mailbox: a week covers anyone away for one. */
+  EMAIL_CHANGE_TOKEN_TTL_MINUTES: 7 * 24 * 60,
+  /** A deletion a year out is no grace period any more; the user can ask again. */
+  ACCOUNT_DELETION_GRACE_DAYS: 365,
+  /** Due deletions wait at most one sweep: a day keeps the grace, counted in days, about right. */
+  ACCOUNT_DELETION_INTERVAL_SECONDS: 24 * 3600,
+  /** An invitation unanswered for a quarter is resent (a new link), not kept open. */
+  INVITATION_TTL_DAYS: 90,
+} as const;
+
+const max = IDENTITY_SETTING_MAX;
+
+/** scrypt takes only a power of two for N; any other value would fail every sign-in, not the start. */
+function scryptCost(env: Env): number {
+  const cost = int(env, 'SCRYPT_COST', 2 ** 15, 2, max.SCRYPT_COST);
+  if ((cost & (cost - 1)) !== 0) throw new ConfigError(`SCRYPT_COST must be a power of two from 2 to ${max.SCRYPT_COST}, got "${env.SCRYPT_COST}"`);
+  return cost;
+}
+
 export function loadIdentityConfig(env: Env): IdentityConfig {
   const owner =
     env.ATRIUM_OWNER_EMAIL && env.ATRIUM_OWNER_PASSWORD
@@ -49,13 +82,13 @@ export function loadIdentityConfig(env: Env): IdentityConfig {
   return {
     accessTokenTtlSeconds: 15 * 60,
     refreshTokenTtlSeconds: 30 * 24 * 3600,
-    refreshReuseGraceSeconds: int(env, 'REFRESH_REUSE_GRACE_SECONDS', 30),
-    scryptCost: int(env, 'SCRYPT_COST', 2 ** 15, 2),
+    refreshReuseGraceSeconds: int(env, 'REFRESH_REUSE_GRACE_SECONDS', 30, 0, max.REFRESH_REUSE_GRACE_SECONDS),
+    scryptCost: scryptCost(env),
     owner,
-    emailChangeTokenTtlMinutes: int(env, 'EMAIL_CHANGE_TOKEN_TTL_MINUTES', 24 * 60, 1),
-    accountDeletionGraceDays: int(env, 'ACCOUNT_DELETION_GRACE_DAYS', 14),
-    accountDeletionIntervalSeconds: int(env, 'ACCOUNT_DELETION_INTERVAL_SECONDS', 3600),
-    invitationTtlDays: int(env, 'INVITATION_TTL_DAYS', 7, 1),
+    emailChangeTokenTtlMinutes: int(env, 'EMAIL_CHANGE_TOKEN_TTL_MINUTES', 24 * 60, 1, max.EMAIL_CHANGE_TOKEN_TTL_MINUTES),
+    accountDeletionGraceDays: int(env, 'ACCOUNT_DELETION_GRACE_DAYS', 14, 0, max.ACCOUNT_DELETION_GRACE_DAYS),
+    accountDeletionIntervalSeconds: int(env, 'ACCOUNT_DELETION_INTERVAL_SECONDS', 3600, 0, max.ACCOUNT_DELETION_INTERVAL_SECONDS),
+    invitationTtlDays: int(env, 'INVITATION_TTL_DAYS', 7, 1, max.INVITATION_TTL_DAYS),
     sso: loadSsoConfig(env),
     loginThrottle: loadLoginThrottleConfig(env),
     passwordReset: loadPasswordResetConfig(env),

@@ -27,6 +27,15 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase().normalize('NFC');
 }
 
+/**
+ * An email domain as security policies store and compare it: in the form
+ * normalizeEmail gives an address (a leading "@" dropped), so a domain typed
+ * decomposed matches the addresses at it.
+ */
+export function normalizeEmailDomain(domain: string): string {
+  return normalizeEmail(domain).replace(/^@/, '');
+}
+
 export interface CompanyView {
   id: string;
   name: string;

@@ -141,13 +141,13 @@ export const identityDomain = defineDomain({
     const policies = new SecurityPolicyEnforcer(orm, reads, changes, events);
     const mfa = new MfaService(orm, audit, kernel.secretBox);
     const throttle = new LoginThrottleService(orm, config.loginThrottle, audit, loginThrottleKey(kernel.secrets.ipHashSalt));
-    const sessions = new SessionService(orm, events, audit);
+    const sessions = new SessionService(orm, events, audit, policies);
     const auth = new AuthService(orm, config, events, audit, tokens, mfa, throttle, policies);
     const sessionCookies = new SessionCookieService(orm, events, auth);
     const stepUp = new StepUpService(orm, audit, tokens, mfa, throttle);
     const passwordReset = new PasswordResetService(orm, config, events, audit, mailer, kernel.jobs, sessions, throttle, policies);
     const apiKeys = new ApiKeyService(orm, audit);
-    const companies = new CompanyAdminService(orm, dialect, audit, deps.billing.plans);
+    const companies = new CompanyAdminService(orm, dialect, audit, deps.billing.plans, policies);
     const userDeletion = new UserDeletionHooks();
     return {
       accounts: new IdentityService(orm, reads, changes, config, audit, deps.billing),

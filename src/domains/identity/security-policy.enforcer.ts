@@ -1,4 +1,5 @@
 import type { BlockList } from 'node:net';
+import type { FilterQuery } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
@@ -7,7 +8,9 @@ import type { ModuleKeyPrincipal, UserPrincipal } from '../../auth/principal';
 import type { ReadStore } from '../../db/read-store';
 import { EXTERNAL_WRITES_SEEN_MS, VersionedCache, type ChangeSignal } from '../../db/change-signal';
 import { SecurityPolicy } from './security-policy.entity';
+import type { Session } from './session.entity';
 import { ssoProviderNames } from './sso.config';
+import { normalizeEmailDomain } from './identity.service';
 import { compileAllowlist, ipAllowed } from '../../net/address-list';
 
 /** The shortest password any policy may allow (and the default). */
@@ -61,6 +64,30 @@ export function ipRefusal(policy: CompiledPolicy, ip: string): AppError | null {
 export function idleTimeoutMs(policy: CompiledPolicy): number | null {
   const minutes = policy.view.sessionIdleTimeoutMinutes;
   return minutes === null ? null : minutes * 60_000;
+}
+
+/**
+ * Whether a session last seen at `lastSeen` is idle past the policy at `now`:
+ * the one rule for it. A request on such a session is refused and ends it
+ * (AuthService), so every session list and count leaves it out too
+ * (liveSessionWhere), and administrators see only sessions that still work.
+ */
+export function idlePastPolicy(policy: CompiledPolicy, lastSeen: number, now: number): boolean {
+  const timeout = idleTimeoutMs(policy);
+  return timeout !== null && now - lastSeen > timeout;
+}
+
+/** The sessions of the policy's company that still work at `now` (not revoked, unexpired, not idlePastPolicy), as a filter. */
+export function liveSessionWhere(policy: CompiledPolicy, now: number) {
+  const timeout = idleTimeoutMs(policy);
+  const where = {
+    company: policy.view.companyId,
+    revokedAt: null,
+    expiresAt: { $gt: new Date(now) },
+    // The negation of idlePastPolicy: now - lastSeenAt <= timeout.
+    ...(timeout === null ? {} : { lastSeenAt: { $gte: new Date(now - timeout) } }),
+  };
+  return where satisfies FilterQuery<Session>;
 }
 
 /** 401 token_invalid when a company key created at `createdAt` is older than the policy allows, else null. */
@@ -188,7 +215,7 @@ export class SecurityPolicyEnforcer {
       };
     }
     if (signUpEmail !== undefined && view.ssoSignupEmailDomains.length) {
-      const domain = signUpEmail.slice(signUpEmail.lastIndexOf('@') + 1).toLowerCase();
+      const domain = normalizeEmailDomain(signUpEmail.slice(signUpEmail.lastIndexOf('@') + 1));
       if (!view.ssoSignupEmailDomains.includes(domain)) {
         return {
           reason: 'email_domain_not_allowed',

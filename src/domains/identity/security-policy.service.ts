@@ -1,3 +1,4 @@
+import { domainToASCII } from 'node:url';
 import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { AppError, NULL_ISSUE, type ValidationIssue } from '../../errors/catalog';
@@ -10,10 +11,12 @@ import type { CompanyAdminService } from './company-admin.service';
 import { Company } from './company.entity';
 import { Session } from './session.entity';
 import { describeUserAgent } from './user-agent';
+import { normalizeEmailDomain } from './identity.service';
 import { ssoProviderNames } from './sso.config';
 import { SecurityPolicy } from './security-policy.entity';
 import {
   defaultPolicy,
+  liveSessionWhere,
   POLICY_MIN_PASSWORD_LENGTH,
   viewOf,
   type SecurityPolicyEnforcer,
@@ -66,6 +69,7 @@ export interface CompanySessionView {
   lastSeenAt: Date;
 }
 
+/** A DNS name in ASCII; an internationalized domain is checked in its A-label (punycode) form. */
 const DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/;
 
 /**
@@ -137,16 +141,9 @@ export class SecurityPolicyService {
   ): Promise<Page<CompanySessionView>> {
     const target = await this.targetCompany(principal, options.companyId);
     const policy = await this.enforcer.load(target);
-    const now = Date.now();
-    const idle = policy.view.sessionIdleTimeoutMinutes;
     const [sessions, total] = await currentEm(this.orm).findAndCount(
       Session,
-      {
-        company: target,
-        revokedAt: null,
-        expiresAt: { $gt: new Date(now) },
-        ...(idle === null ? {} : { lastSeenAt: { $gt: new Date(now - idle * 60_000) } }),
-      },
+      liveSessionWhere(policy, Date.now()),
       {
         populate: ['user'],
         orderBy: { createdAt: 'desc', id: 'desc' },
@@ -244,8 +241,9 @@ export function validatePatch(patch: SecurityPolicyPatch): Partial<Omit<Security
     list(
       'ssoSignupEmailDomains',
       (item) => {
-        const domain = item.trim().toLowerCase().replace(/^@/, '');
-        return DOMAIN.test(domain) ? domain : null;
+        // Stored as addresses are (NFC), checked as DNS has it: bücher.example is xn--bcher-kva.example.
+        const domain = normalizeEmailDomain(item);
+        return DOMAIN.test(domainToASCII(domain)) ? domain : null;
       },
       'must be an email domain such as example.com',
     );

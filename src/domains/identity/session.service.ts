@@ -1,4 +1,4 @@
-import type { FilterQuery } from '@mikro-orm/core';
+import { raw, type FilterQuery } from '@mikro-orm/core';
 import type { Orm } from '../../db/orm';
 import type { EventBus } from '../../events/event-bus';
 import { AppError } from '../../errors/catalog';
@@ -8,7 +8,9 @@ import { currentEm, transaction, whenCommitted } from '../../db/unit-of-work';
 import type { AuditService } from '../audit';
 import type { Page } from '../../pagination';
 import { Session } from './session.entity';
+import { User } from './user.entity';
 import { describeUserAgent } from './user-agent';
+import { liveSessionWhere, type SecurityPolicyEnforcer } from './security-policy.enforcer';
 
 /** Default page size of a session list (as the spec's session listings). */
 export const SESSIONS_PER_PAGE = 50;
@@ -29,7 +31,9 @@ export interface SessionView {
 
 /**
  * A signed-in user's own sessions: list them, end one, end all. A session is
- * active while it is neither revoked nor past its refresh chain's expiry. Every
+ * active while it is neither revoked nor past its refresh chain's expiry; the
+ * lists and counts also leave out those idle past the company's policy
+ * (liveSessionWhere), which no request accepts any more. Every
  * revocation publishes `session.revoked`, which drops the cached credential
  * (its access tokens fail on the next request) and closes its WebSockets.
  * Company API keys have no sessions and are refused (403 forbidden).
@@ -39,12 +43,13 @@ export class SessionService {
     private readonly orm: Orm,
     private readonly bus: EventBus,
     private readonly audit: AuditService,
+    private readonly policies: SecurityPolicyEnforcer,
   ) {}
 
   /** The caller's active sessions, newest first. */
   async list(principal: Principal, options: { page: number; perPage: number }): Promise<Page<SessionView>> {
     const caller = requireUser(principal);
-    return this.page(this.activeOf(caller), caller.sessionId, options);
+    return this.activeSessionsOfUser(caller.userId, caller.companyId, caller.sessionId, options);
   }
 
   /**
@@ -52,8 +57,36 @@ export class SessionService {
    * shows them; `currentSessionId` is marked `current`. The caller checks who
    * may see them (the user, or an administrator of the user's company).
    */
-  async activeSessionsOfUser(userId: string, currentSessionId: string | null, options: { page: number; perPage: number }): Promise<Page<SessionView>> {
-    return this.page({ user: userId, revokedAt: null, expiresAt: { $gt: new Date() } }, currentSessionId, options);
+  async activeSessionsOfUser(
+    userId: string,
+    companyId: string,
+    currentSessionId: string | null,
+    options: { page: number; perPage: number },
+  ): Promise<Page<SessionView>> {
+    const live = liveSessionWhere(await this.policies.policyOf(companyId), Date.now());
+    return this.page({ ...live, user: userId }, currentSessionId, options);
+  }
+
+  /** Active sessions per user, as the lists count them, in two statements for any number of users (the admin user list's DataLoader). */
+  async activeSessionCounts(userIds: readonly string[]): Promise<number[]> {
+    const em = currentEm(this.orm);
+    const now = Date.now();
+    // Each company's idle timeout applies to its own users (a superadmin's list spans companies).
+    const companies: { company_id: string }[] = await em
+      .createQueryBuilder(User)
+      .select(raw('distinct company_id'))
+      .where({ id: { $in: [...userIds] } })
+      .execute('all', false);
+    if (!companies.length) return userIds.map(() => 0);
+    const live = await Promise.all(companies.map(async (c) => liveSessionWhere(await this.policies.policyOf(c.company_id), now)));
+    const rows: { user_id: string; n: number }[] = await em
+      .createQueryBuilder(Session)
+      .select([raw('user_id'), raw('count(*) as n')])
+      .where({ user: { $in: [...userIds] }, $or: live })
+      .groupBy('user')
+      .execute('all', false);
+    const byUser = new Map(rows.map((r) => [r.user_id, Number(r.n)]));
+    return userIds.map((id) => byUser.get(id) ?? 0);
   }
 
   private async page(

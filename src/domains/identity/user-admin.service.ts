@@ -1,6 +1,6 @@
 import type { UserDeletionHooks } from './user-deletion';
 import type { EntityManager } from '@mikro-orm/better-sqlite';
-import { raw, type FilterQuery } from '@mikro-orm/core';
+import type { FilterQuery } from '@mikro-orm/core';
 import type { SqlDialect } from '../../db/dialect';
 import type { Orm } from '../../db/orm';
 import { searchKey } from '../../search-key';
@@ -17,7 +17,6 @@ import { mfaDisabledByAdmin } from './mail';
 import type { AuditService } from '../audit';
 import type { Page } from '../../pagination';
 import { ApiKey } from './api-key.entity';
-import { Session } from './session.entity';
 import { User, roles, userStatuses, type Role, type UserStatus } from './user.entity';
 import type { SessionService, SessionView } from './session.service';
 import type { PasswordResetService } from './password-reset.service';
@@ -450,7 +449,7 @@ export class UserAdminService {
     const em = currentEm(this.orm);
     const target = await this.target(em, actor, userId);
     const current = actor.principal.kind === 'user' ? actor.principal.sessionId : null;
-    return this.sessions.activeSessionsOfUser(target.id, current, { page, perPage });
+    return this.sessions.activeSessionsOfUser(target.id, target.company.id, current, { page, perPage });
   }
 
   /** The user's usage over the last `days` days, by model (most credits first), with totals. */
@@ -466,16 +465,9 @@ export class UserAdminService {
     return { userId: target.id, days, since, items, totals };
   }
 
-  /** Active sessions per user, for many users in one statement (the admin list's DataLoader). */
-  async activeSessionCounts(userIds: readonly string[]): Promise<number[]> {
-    const rows: { user_id: string; n: number }[] = await currentEm(this.orm)
-      .createQueryBuilder(Session)
-      .select([raw('user_id'), raw('count(*) as n')])
-      .where({ user: { $in: [...userIds] }, revokedAt: null, expiresAt: { $gt: new Date() } })
-      .groupBy('user')
-      .execute('all', false);
-    const byUser = new Map(rows.map((r) => [r.user_id, Number(r.n)]));
-    return userIds.map((id) => byUser.get(id) ?? 0);
+  /** Active sessions per user, as their session lists count them (the admin list's DataLoader). */
+  activeSessionCounts(userIds: readonly string[]): Promise<number[]> {
+    return this.sessions.activeSessionCounts(userIds);
   }
 
   /** The target user, if the caller may see them; 404 otherwise (another company's, or unknown). */
