@@ -62,6 +62,8 @@ export interface BulkJobView {
   totalRows: number;
   rowsCompleted: number;
   rowsFailed: number;
+  /** A cancelled job's rows that will never run (0 otherwise): with the completed and failed ones, they make up totalRows. */
+  rowsCancelled: number;
   creditsUsed: number;
   error: string | null;
   createdAt: Date;
@@ -150,6 +152,8 @@ const view = (r: JobRow): BulkJobView => ({
   totalRows: r.total_rows,
   rowsCompleted: r.rows_completed,
   rowsFailed: r.rows_failed,
+  // Derived rather than stored: a row in flight at the cancellation may still settle (completed or failed), and the counts still add up.
+  rowsCancelled: r.status === 'cancelled' ? r.total_rows - r.rows_completed - r.rows_failed : 0,
   creditsUsed: r.credits_used,
   error: r.error,
   createdAt: new Date(r.created_at),
@@ -395,7 +399,7 @@ export class BulkService {
   endedWithUser(userId: string): () => void {
     const rows = this.reads.all<JobRow>("select * from bulk_jobs where user_id = ? and status in ('queued', 'running')", userId);
     const finishedAt = new Date();
-    const ends = rows.map((row) => ({ companyId: row.company_id, userId, job: { ...view(row), status: 'cancelled' as const, error: OWNER_DELETED, finishedAt } }));
+    const ends = rows.map((row) => ({ companyId: row.company_id, userId, job: { ...view({ ...row, status: 'cancelled' }), error: OWNER_DELETED, finishedAt } }));
     return () => {
       for (const end of ends) {
         // A trailing progress announcement would find no row; dropped anyway so nothing follows the end.
