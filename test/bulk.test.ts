@@ -573,6 +573,32 @@ test('a bulk job cancelled before its file was read still downloads its input ro
   await assertLedgerAddsUp(app);
 });
 
+test('cancelling a job whose file no ingest will read any more (its bulk.ingest dead-lettered) removes the upload at once, not on an operator\'s retry', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  await app.kernel.worker.stop();
+  const res = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'dead.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const id = res.json().job_id as string;
+  assert.equal(uploads(app).length, 1);
+  // The ingest's attempts ran out (an unreadable disk, say): it is dead-lettered, as the worker leaves it.
+  await sql(app, "update jobs set dead_lettered_at = ?, attempts = max_attempts, last_error = 'EIO' where kind = 'bulk.ingest'", [Date.now()]);
+  const cancelled = await call(app, keys.ownerA.key, 'POST', `/v1/bulk/cancel/${id}`);
+  assert.equal(cancelled.statusCode, 200, cancelled.body);
+  assert.deepEqual(uploads(app), [], 'the upload went with the cancellation');
+  const status = (await call(app, keys.ownerA.key, 'GET', `/v1/bulk/status/${id}`)).json();
+  assert.equal(status.status, 'cancelled');
+  assert.match(status.error, /^not read: /);
+  // Its file is the header alone, now rather than "ask again shortly" for ever.
+  const file = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`);
+  assert.equal(file.statusCode, 200, file.body);
+  assert.deepEqual(parse(file.body) as string[][], [['id', 'review', 'AI_Result', 'AI_Result_error']]);
+  // An operator's retry of the dead ingest then finds nothing to read.
+  await inContext(app.kernel.orm, () => app.domains.bulk.bulk.ingest({ jobId: id }));
+  assert.equal((await call(app, keys.ownerA.key, 'GET', `/v1/bulk/status/${id}`)).json().total_rows, 0);
+});
+
 test('an upload no job holds is removed once untouched for an hour (a kill mid-upload, a job deleted with its user); one still arriving or held by a job stays', async (t) => {
   const fake = await fakeOpenAi(t, classify());
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });

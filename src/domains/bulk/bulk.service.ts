@@ -309,8 +309,32 @@ export class BulkService {
     this.running.get(id)?.abort();
     // The rows in flight give their holds back now, also when the worker running them is gone (or in another process).
     await this.ai.credits.releaseHeldUnder(job.company_id, `bulk:${id}:`);
+    await this.dropUnreadUpload(id);
     this.announce(id, true);
     return this.viewOf(id);
+  }
+
+  /**
+   * A cancelled job's upload that no ingest will read any more (its
+   * `bulk.ingest` was dead-lettered) goes at once, as a read one does: the
+   * job was kept waiting only so its file could list its rows, and nothing
+   * else would remove it (the job holds it from the sweep). A live ingest
+   * still reads it, and drops it after.
+   */
+  private async dropUnreadUpload(id: string): Promise<void> {
+    const job = this.reads.get<JobRow>(JOB, id);
+    if (!job?.upload_path || (await this.jobs.hasLive(BULK_INGEST, { jobId: id }))) return;
+    const released = await this.writer.write(
+      (sql) =>
+        sql.run(
+          'update bulk_jobs set upload_path = null, error = coalesce(error, ?), updated_at = ? where id = ? and upload_path = ?',
+          'not read: reading its file had been given up when the job was cancelled',
+          Date.now(),
+          id,
+          job.upload_path,
+        ).changes,
+    );
+    if (released) await this.dropUpload(job);
   }
 
   /** Finished rows after row `after`, in row order, at most `limit` (a row still running ends the page). */
