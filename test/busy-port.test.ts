@@ -158,6 +158,15 @@ test('integer settings are decimal digits within their bounds: PORT 0 to 65535, 
   assert.throws(() => loadConfig({ TOPUP_MIN_CREDITS: '500', TOPUP_MAX_CREDITS: '100' }), /TOPUP_MAX_CREDITS \(100\) must be at least TOPUP_MIN_CREDITS \(500\)/);
 });
 
+test('SHUTDOWN_GRACE_SECONDS is the stop\'s wait for busy connections: 5 by default, 0 to 600, anything else one line naming it', () => {
+  assert.equal(loadConfig({}).shutdownGraceSeconds, 5);
+  assert.equal(loadConfig({ SHUTDOWN_GRACE_SECONDS: '0' }).shutdownGraceSeconds, 0);
+  assert.equal(loadConfig({ SHUTDOWN_GRACE_SECONDS: '600' }).shutdownGraceSeconds, 600);
+  for (const raw of ['601', '-1', '2.5', '5s', '1e2']) {
+    assert.throws(() => loadConfig({ SHUTDOWN_GRACE_SECONDS: raw }), (error: Error) => error instanceof ConfigError && error.message === `SHUTDOWN_GRACE_SECONDS must be an integer from 0 to 600 (decimal digits only), got "${raw}"`, raw);
+  }
+});
+
 test('an ATRIUM_OWNER_* value the first start cannot create is one line naming the variable and why, and exit code 1', async (t) => {
   const base = { HOST: '127.0.0.1', PORT: '0', ATRIUM_OWNER_EMAIL: 'owner@example.com', ATRIUM_OWNER_PASSWORD: 'correct-horse-battery-staple' };
   const [password, email] = await Promise.all([
