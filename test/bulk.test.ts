@@ -513,6 +513,36 @@ test('cancel: a running bulk job stops, its unsent rows cost nothing, no hold st
   await assertLedgerAddsUp(app);
 });
 
+test('a cancelled bulk job counts the rows it will never run in rows_cancelled: completed + failed + cancelled = total on both doors and over GraphQL', async (t) => {
+  // Rows named ok answer at once; the others stall until the cancellation aborts them.
+  const fake = await fakeOpenAi(t, (request) => (/ok-/.test(request.messages.at(-1)!.content!) ? { content: 'done', usage: { prompt: 5, completion: 5 } } : { stall: true }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 2, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);
+  const { keys, tokens } = await modulesCast(app);
+  // Row 2 is empty: it fails without a call.
+  const cells = ['ok-1', '', 'ok-3', ...Array.from({ length: 7 }, (_, i) => `slow-${i + 4}`)];
+  const res = await submit(app, keys.ownerA.key, makeCsv([['id', 'review'], ...cells.map((c, i) => [i + 1, c])]), 'r.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const id = res.json().job_id as string;
+  // Two rows done, one failed, two stalled in flight.
+  for (let i = 0; i < 250 && fake.seen.length < 4; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(fake.seen.length, 4);
+  const cancelled = await call(app, keys.ownerA.key, 'POST', `/v1/bulk/cancel/${id}`);
+  assert.equal(cancelled.statusCode, 200, cancelled.body);
+  await app.kernel.worker.drain();
+  const adds = (job: Record<string, unknown>, names = ['rows_completed', 'rows_failed', 'rows_cancelled', 'total_rows']) => {
+    const [completed, failed, cancelledRows, total] = names.map((n) => job[n]);
+    assert.deepEqual([completed, failed, cancelledRows, total], [2, 1, 7, 10], JSON.stringify(job));
+  };
+  const modules = await finished(app, keys.ownerA.key, id);
+  assert.equal(modules.status, 'cancelled');
+  adds(modules);
+  adds((await call(app, tokens.ownerA, 'GET', `/v1/bulk/jobs/${id}`)).json());
+  adds((await call(app, keys.ownerA.key, 'GET', '/v1/bulk/list')).json().items[0]);
+  const graphql = await gql(app, tokens.ownerA, 'query($id: ID!) { bulkJob(id: $id) { rowsCompleted rowsFailed rowsCancelled totalRows } }', { id });
+  adds(graphql.data!.bulkJob as Record<string, unknown>, ['rowsCompleted', 'rowsFailed', 'rowsCancelled', 'totalRows']);
+  await assertLedgerAddsUp(app);
+});
+
 test('a bulk job cancelled before its file was read still downloads its input rows, each marked not processed, as one cancelled while running does', async (t) => {
   const fake = await fakeOpenAi(t, classify());
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
@@ -531,6 +561,7 @@ test('a bulk job cancelled before its file was read still downloads its input ro
   assert.equal(status.status, 'cancelled');
   assert.equal(status.total_rows, 3);
   assert.equal(status.rows_completed, 0);
+  assert.equal(status.rows_cancelled, 3, 'every row read is one that will never run');
   const file = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`);
   assert.equal(file.statusCode, 200, file.body);
   assert.deepEqual(parse(file.body) as string[][], [
@@ -540,6 +571,32 @@ test('a bulk job cancelled before its file was read still downloads its input ro
   assert.deepEqual(uploads(app), [], 'the upload is gone once read');
   assert.equal(fake.seen.length, 0, 'no row was sent');
   await assertLedgerAddsUp(app);
+});
+
+test('cancelling a job whose file no ingest will read any more (its bulk.ingest dead-lettered) removes the upload at once, not on an operator\'s retry', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  await app.kernel.worker.stop();
+  const res = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'dead.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const id = res.json().job_id as string;
+  assert.equal(uploads(app).length, 1);
+  // The ingest's attempts ran out (an unreadable disk, say): it is dead-lettered, as the worker leaves it.
+  await sql(app, "update jobs set dead_lettered_at = ?, attempts = max_attempts, last_error = 'EIO' where kind = 'bulk.ingest'", [Date.now()]);
+  const cancelled = await call(app, keys.ownerA.key, 'POST', `/v1/bulk/cancel/${id}`);
+  assert.equal(cancelled.statusCode, 200, cancelled.body);
+  assert.deepEqual(uploads(app), [], 'the upload went with the cancellation');
+  const status = (await call(app, keys.ownerA.key, 'GET', `/v1/bulk/status/${id}`)).json();
+  assert.equal(status.status, 'cancelled');
+  assert.match(status.error, /^not read: /);
+  // Its file is the header alone, now rather than "ask again shortly" for ever.
+  const file = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`);
+  assert.equal(file.statusCode, 200, file.body);
+  assert.deepEqual(parse(file.body) as string[][], [['id', 'review', 'AI_Result', 'AI_Result_error']]);
+  // An operator's retry of the dead ingest then finds nothing to read.
+  await inContext(app.kernel.orm, () => app.domains.bulk.bulk.ingest({ jobId: id }));
+  assert.equal((await call(app, keys.ownerA.key, 'GET', `/v1/bulk/status/${id}`)).json().total_rows, 0);
 });
 
 test('an upload no job holds is removed once untouched for an hour (a kill mid-upload, a job deleted with its user); one still arriving or held by a job stays', async (t) => {

@@ -188,6 +188,15 @@ test('identity settings have an upper bound each: an absurd TTL, grace, interval
   assert.throws(() => loadConfig({ INVITATION_TTL_DAYS: '1000000000000' }), /^ConfigError: INVITATION_TTL_DAYS must be an integer from 1 to 90/);
 });
 
+test('SHUTDOWN_GRACE_SECONDS is the stop\'s wait for busy connections: 5 by default, 0 to 600, anything else one line naming it', () => {
+  assert.equal(loadConfig({}).shutdownGraceSeconds, 5);
+  assert.equal(loadConfig({ SHUTDOWN_GRACE_SECONDS: '0' }).shutdownGraceSeconds, 0);
+  assert.equal(loadConfig({ SHUTDOWN_GRACE_SECONDS: '600' }).shutdownGraceSeconds, 600);
+  for (const raw of ['601', '-1', '2.5', '5s', '1e2']) {
+    assert.throws(() => loadConfig({ SHUTDOWN_GRACE_SECONDS: raw }), (error: Error) => error instanceof ConfigError && error.message === `SHUTDOWN_GRACE_SECONDS must be an integer from 0 to 600 (decimal digits only), got "${raw}"`, raw);
+  }
+});
+
 test('an ATRIUM_OWNER_* value the first start cannot create is one line naming the variable and why, and exit code 1', async (t) => {
   const base = { HOST: '127.0.0.1', PORT: '0', ATRIUM_OWNER_EMAIL: 'owner@example.com', ATRIUM_OWNER_PASSWORD: 'correct-horse-battery-staple' };
   const [password, email] = await Promise.all([

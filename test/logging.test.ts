@@ -103,3 +103,30 @@ test("a provider's failure is logged once as a warning with the provider's own w
   assert.match(String(warnings()[2]!.reqId), /^[0-9a-f-]{36}\/[0-9a-f-]{36}$/);
   assert.equal(lines.filter((l) => (l.level as number) >= 40).length, 3);
 });
+
+test("a graphql-ws subscription mercurius refuses (another's or an unknown job) is logged under the socket's request id, as the upgrade's other lines are", async (t) => {
+  const { app, lines } = await appWithLog(t, 'info');
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { tokens } = await modulesCast(app);
+  const requestId = 'ws-refusal-0123456789';
+  const socket = new WebSocket(`ws://127.0.0.1:${(app.server.address() as AddressInfo).port}/graphql`, 'graphql-transport-ws', { headers: { 'x-request-id': requestId } });
+  t.after(() => socket.terminate());
+  const messages: { type: string; payload?: unknown }[] = [];
+  socket.on('message', (data) => messages.push(JSON.parse(String(data)) as { type: string; payload?: unknown }));
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  const until = async (check: () => boolean) => {
+    for (const deadline = Date.now() + 5000; !check() && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 20));
+  };
+  socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${tokens.ownerA}` } }));
+  await until(() => messages.some((m) => m.type === 'connection_ack'));
+  const query = 'subscription { jobProgress(id: "00000000-0000-4000-8000-000000000000") { status } }';
+  socket.send(JSON.stringify({ type: 'subscribe', id: '1', payload: { query } }));
+  await until(() => messages.some((m) => m.type === 'error'));
+  assert.equal((messages.find((m) => m.type === 'error')!.payload as { extensions: { code: string } }[])[0]!.extensions.code, 'not_found');
+  await until(() => lines.some((l) => l.msg === 'operation refused'));
+  const refused = lines.filter((l) => l.msg === 'operation refused');
+  assert.deepEqual(
+    refused.map((l) => [l.reqId, l.refused]),
+    [[requestId, [{ code: 'not_found', status: 404 }]]],
+  );
+});

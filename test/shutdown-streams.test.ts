@@ -5,8 +5,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import { fakeOpenAi } from './fake-ai';
+import { buildWithAi, modulesCast } from './ai-helper';
 import { makeCsv, multipartForm } from './fixtures/document-files';
 import { PASSWORD } from './helper';
 
@@ -93,4 +95,25 @@ test('SIGTERM with a live rows stream open: the worker stops and hands the job b
   assert.ok(done < ROWS / 2, `${done} of ${ROWS} rows ran`);
   const worker = db.prepare("select completed_at, dead_lettered_at from jobs where kind = 'bulk.process'").all() as { completed_at: unknown; dead_lettered_at: unknown }[];
   assert.ok(worker.length === 1 && worker[0]!.completed_at === null, JSON.stringify(worker));
+});
+
+test('a stopping server closes a connection still busy after SHUTDOWN_GRACE_SECONDS, not after a fixed 5 s', async (t) => {
+  // The provider never finishes its answer: the chat request stays busy until its connection is closed.
+  const fake = await fakeOpenAi(t, () => ({ stall: true }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { shutdownGraceSeconds: 1 });
+  const { keys } = await modulesCast(app);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const busy = fetch(`http://127.0.0.1:${port}/v1/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.ownerA.key}` },
+    body: JSON.stringify({ message: 'hi', agent: 'general', session_id: 'grace' }),
+  }).catch((error: Error) => error);
+  for (let i = 0; i < 250 && fake.seen.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(fake.seen.length, 1, 'the request is waiting on the provider');
+  const started = Date.now();
+  await app.close();
+  const took = Date.now() - started;
+  assert.ok(took >= 900 && took < 3000, `close took ${took} ms with a grace of 1 s`);
+  assert.ok((await busy) instanceof Error, 'the busy connection was closed, unanswered');
 });

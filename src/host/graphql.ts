@@ -366,8 +366,8 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
     // gate in mercurius' hooks, before anything of it runs (a query or mutation once parsed
     // within the token cap and validated, a subscription from its text), and a heavier one
     // waits for its turn. A refusal reaches the client as the operation's error message.
-    const socketRefusal = (error: unknown) =>
-      error instanceof AppError ? toGraphQLError(new GraphQLError(error.message, { originalError: error }), app.log) : error;
+    const socketRefusal = (error: unknown, ctx: SocketContext) =>
+      error instanceof AppError ? toGraphQLError(new GraphQLError(error.message, { originalError: error }), lazyChild(app.log, { reqId: ctx.meta.requestId })) : error;
     /**
      * What an HTTP request gets before its operation runs, for a socket operation: its credential
      * and company judged again (a refusal closes the socket), and one unit of the caller's request
@@ -402,7 +402,7 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
         await run.granted;
         return { document };
       } catch (error) {
-        throw socketRefusal(error);
+        throw socketRefusal(error, ctx);
       }
     });
     app.graphql.addHook('preSubscriptionParsing', async (_schema, source, context) => {
@@ -414,7 +414,7 @@ export const graphqlPlugin = fp<{ supergraph: Supergraph }>(
         const operation = socketOperation(gate, gate.read(source), undefined);
         if (operation) gate.admit(operation, ctx.principal, ctx.meta.ip, { spend: true, enrollment: false });
       } catch (error) {
-        throw socketRefusal(error);
+        throw socketRefusal(error, ctx);
       }
     });
   },

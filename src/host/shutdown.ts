@@ -2,9 +2,6 @@ import fp from 'fastify-plugin';
 
 /** How often a stopping server closes the connections that went idle (a finished stream's keep-alive connection). */
 const IDLE_SWEEP_MS = 100;
-/** How long a stopping server waits for requests in flight before it closes their connections anyway. */
-export const DRAIN_MS = 5000;
-
 /**
  * A clean stop that does not wait on its clients: fastify's close waits for
  * every connection to drain before its onClose hooks run, so the job worker
@@ -13,7 +10,8 @@ export const DRAIN_MS = 5000;
  * keep-alive timeout. Before the HTTP server closes (preClose): streams are
  * told to end (`app.stopping`), the worker stops claiming and aborts its
  * handlers (their jobs are handed back), and from then on connections that
- * go idle are closed at once, any still busy after DRAIN_MS too.
+ * go idle are closed at once, any still busy after SHUTDOWN_GRACE_SECONDS
+ * too.
  */
 export const shutdownPlugin = fp(
   async (app) => {
@@ -27,7 +25,7 @@ export const shutdownPlugin = fp(
       const server = app.server;
       sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
       sweep.unref();
-      deadline = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+      deadline = setTimeout(() => server.closeAllConnections(), app.config.shutdownGraceSeconds * 1000);
       deadline.unref();
       await worker;
     });

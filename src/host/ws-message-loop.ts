@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { runInUnitOfWork } from '../db/unit-of-work';
 import { screenMessage, WS_CLOSE, type ScreenedConnection } from './ws-protocol';
 
@@ -13,6 +13,8 @@ interface SubscriptionConnection {
   /** Set by mercurius once connection_init was accepted. */
   isReady: boolean;
   fastify: FastifyInstance;
+  /** The connection's context; `request` is the upgrade request. */
+  context: { request?: { log: FastifyBaseLogger } };
   handleMessage(message: Buffer | string, isBinary: boolean): Promise<void>;
   handleConnectionClose(): void;
   handleConnection(): Promise<void>;
@@ -42,7 +44,8 @@ const REPLACED = Symbol('atrium.lighterSocketMessageLoop');
  * async context of the upgrade request, and without one a mutation's
  * changes and its audit entry would land in separate forks (the changes
  * lost). Each message is first screened for the graphql-transport-ws rules
- * mercurius leaves out (./ws-protocol.ts).
+ * mercurius leaves out (./ws-protocol.ts). What mercurius logs of the
+ * connection goes to the upgrade request's logger, under its request id.
  *
  * The replacement is applied only to the method it was written against:
  * another mercurius version keeps its own loop (correct, only heavier), and
@@ -56,6 +59,10 @@ export function lighterSocketMessageLoop(): boolean {
   if (!proto.handleConnection.toString().includes("on(this.socket, 'message')")) return false;
   proto.handleConnection = function (this: SubscriptionConnection): Promise<void> {
     const orm = this.fastify.kernel.orm;
+    // mercurius writes the connection's lines (a refused subscription's among them) to `this.fastify.log`:
+    // the upgrade request's logger instead, so they carry its request id as the request's other lines do.
+    const request = this.context.request;
+    if (request) this.fastify = Object.create(this.fastify, { log: { value: request.log } }) as FastifyInstance;
     const initWait = setTimeout(() => {
       if (!this.isReady) this.socket.close(WS_CLOSE.initTimeout, 'Connection initialisation timeout');
     }, CONNECTION_INIT_WAIT_MS);

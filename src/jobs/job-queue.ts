@@ -116,6 +116,13 @@ export interface JobQueue {
    */
   fail(claim: Claim, error: string, retryAt: Date | null): Promise<boolean>;
 
+  /**
+   * Whether a live job (neither completed nor dead-lettered) of `kind` has
+   * each of `payload`'s members with that value: whether work that job
+   * would do is still to come.
+   */
+  hasLive(kind: string, payload: Record<string, string>): Promise<boolean>;
+
   /** Newest first. */
   list(filter: JobFilter): Promise<JobRecord[]>;
 

@@ -143,6 +143,17 @@ export class SqliteJobQueue implements JobQueue {
     );
   }
 
+  async hasLive(kind: string, payload: Record<string, string>): Promise<boolean> {
+    const members = Object.entries(payload);
+    if (members.some(([name]) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))) throw new Error('hasLive matches payload members named as identifiers');
+    // Live rows are the claim index's first two columns: few, whatever the table holds.
+    const rows = await this.execute<unknown[]>(
+      `select 1 from jobs where ${LIVE} and kind = ?${members.map(() => ' and json_extract(payload, ?) = ?').join('')} limit 1`,
+      [kind, ...members.flatMap(([name, value]) => [`$.${name}`, value])],
+    );
+    return rows.length > 0;
+  }
+
   async list(filter: JobFilter): Promise<JobRecord[]> {
     const where: string[] = [];
     const params: unknown[] = [];

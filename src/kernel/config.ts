@@ -41,6 +41,8 @@ export interface KernelConfig {
   graphql: GraphqlLimitsConfig;
   /** How often open sockets' sessions and keys are read again, for revocations another process made. */
   socketReauthenticateSeconds: number;
+  /** How long a stopping server waits for requests in flight before it closes their connections anyway (0: at once). */
+  shutdownGraceSeconds: number;
   /** Run migrations on start (the default; the CLI and tests rely on it). */
   migrate: boolean;
   /** SMTP server for outgoing mail (smtp:// or smtps:// URL); unset keeps mail in the outbox table only. */
@@ -203,6 +205,8 @@ export function loadKernelConfig(env: Env): KernelConfig {
       introspection: oneOf(env, 'GRAPHQL_INTROSPECTION', introspectionAccess, 'authenticated'),
     },
     socketReauthenticateSeconds: int(env, 'SOCKET_REAUTHENTICATE_SECONDS', 30, 1, TIMER_MAX_SECONDS),
+    // At most ten minutes: a process manager's stop timeout would kill the server long before a longer one ran out.
+    shutdownGraceSeconds: int(env, 'SHUTDOWN_GRACE_SECONDS', 5, 0, 600),
     migrate: true,
     smtpUrl: smtpUrl(env),
     mailFrom: mailFrom(env),

@@ -134,6 +134,9 @@ export class BulkJobType {
   @Field(() => Int)
   rowsFailed!: number;
 
+  @Field(() => Int, { description: "A cancelled job's rows that will never run (0 for any other state): rowsCompleted + rowsFailed + rowsCancelled = totalRows once it is cancelled" })
+  rowsCancelled!: number;
+
   @Field(() => Int)
   creditsUsed!: number;
 

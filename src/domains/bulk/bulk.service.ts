@@ -62,6 +62,8 @@ export interface BulkJobView {
   totalRows: number;
   rowsCompleted: number;
   rowsFailed: number;
+  /** A cancelled job's rows that will never run (0 otherwise): with the completed and failed ones, they make up totalRows. */
+  rowsCancelled: number;
   creditsUsed: number;
   error: string | null;
   createdAt: Date;
@@ -150,6 +152,8 @@ const view = (r: JobRow): BulkJobView => ({
   totalRows: r.total_rows,
   rowsCompleted: r.rows_completed,
   rowsFailed: r.rows_failed,
+  // Derived rather than stored: a row in flight at the cancellation may still settle (completed or failed), and the counts still add up.
+  rowsCancelled: r.status === 'cancelled' ? r.total_rows - r.rows_completed - r.rows_failed : 0,
   creditsUsed: r.credits_used,
   error: r.error,
   createdAt: new Date(r.created_at),
@@ -305,8 +309,32 @@ export class BulkService {
     this.running.get(id)?.abort();
     // The rows in flight give their holds back now, also when the worker running them is gone (or in another process).
     await this.ai.credits.releaseHeldUnder(job.company_id, `bulk:${id}:`);
+    await this.dropUnreadUpload(id);
     this.announce(id, true);
     return this.viewOf(id);
+  }
+
+  /**
+   * A cancelled job's upload that no ingest will read any more (its
+   * `bulk.ingest` was dead-lettered) goes at once, as a read one does: the
+   * job was kept waiting only so its file could list its rows, and nothing
+   * else would remove it (the job holds it from the sweep). A live ingest
+   * still reads it, and drops it after.
+   */
+  private async dropUnreadUpload(id: string): Promise<void> {
+    const job = this.reads.get<JobRow>(JOB, id);
+    if (!job?.upload_path || (await this.jobs.hasLive(BULK_INGEST, { jobId: id }))) return;
+    const released = await this.writer.write(
+      (sql) =>
+        sql.run(
+          'update bulk_jobs set upload_path = null, error = coalesce(error, ?), updated_at = ? where id = ? and upload_path = ?',
+          'not read: reading its file had been given up when the job was cancelled',
+          Date.now(),
+          id,
+          job.upload_path,
+        ).changes,
+    );
+    if (released) await this.dropUpload(job);
   }
 
   /** Finished rows after row `after`, in row order, at most `limit` (a row still running ends the page). */
@@ -395,7 +423,7 @@ export class BulkService {
   endedWithUser(userId: string): () => void {
     const rows = this.reads.all<JobRow>("select * from bulk_jobs where user_id = ? and status in ('queued', 'running')", userId);
     const finishedAt = new Date();
-    const ends = rows.map((row) => ({ companyId: row.company_id, userId, job: { ...view(row), status: 'cancelled' as const, error: OWNER_DELETED, finishedAt } }));
+    const ends = rows.map((row) => ({ companyId: row.company_id, userId, job: { ...view({ ...row, status: 'cancelled' }), error: OWNER_DELETED, finishedAt } }));
     return () => {
       for (const end of ends) {
         // A trailing progress announcement would find no row; dropped anyway so nothing follows the end.
