@@ -462,6 +462,33 @@ test('sso_signup_email_domains are stored in NFC, as addresses are: a domain typ
   assert.equal((await sql(app, 'select 1 from users where email = ?', [email])).length, 1);
 });
 
+test('an SSO sign-up domain typed as its A-label (xn--) is the domain of its Unicode addresses: stored once, and it admits them, also as a policy stored it before', async (t) => {
+  const app = await build(t, { sso: ssoConfig(google, null) });
+  const owner = await seedOwner(app);
+  const ownerToken = (await login(app, owner.email)).access_token;
+  const res = await put(app, ownerToken, { sso_signup_email_domains: ['XN--BCHER-KVA.example', 'b\u00fccher.example'] });
+  assert.equal(res.statusCode, 200, res.body);
+  assert.deepEqual(res.json().sso_signup_email_domains, ['b\u00fccher.example']);
+
+  const invite = async (email: string) => {
+    const id = randomBytes(16).toString('hex');
+    const now = Date.now();
+    await sql(
+      app,
+      'insert into invitations (id, company_id, email, role, token_hash, status, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)',
+      [id, owner.companyId, email, 'member', createHash('sha256').update(id).digest('hex'), 'pending', now + 86_400_000, now],
+    );
+  };
+  await invite('hire@b\u00fccher.example');
+  assert.equal((await signIn(app, google, 'google', googleClaims('g-hire', 'hire@b\u00fccher.example'))).res.statusCode, 302);
+
+  // As the code before this stored an A-label typed by an admin.
+  await sql(app, 'update security_policies set sso_signup_email_domains = ? where company_id = ?', [JSON.stringify(['xn--bcher-kva.example']), owner.companyId]);
+  await invite('second@b\u00fccher.example');
+  assert.equal((await signIn(app, google, 'google', googleClaims('g-second', 'second@b\u00fccher.example'))).res.statusCode, 302);
+  assert.equal((await sql(app, 'select 1 from users where email like ?', ['%@b\u00fccher.example'])).length, 2);
+});
+
 test('session_idle_timeout_minutes holds for the session cookie too: an idle cookie session is 401 token_invalid and ended, not revived', async (t) => {
   const app = await build(t, { sso: ssoConfig(google, null) });
   const owner = await seedOwner(app);

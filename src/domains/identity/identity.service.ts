@@ -1,3 +1,4 @@
+import { domainToASCII, domainToUnicode } from 'node:url';
 import type { Orm } from '../../db/orm';
 import { searchKey } from '../../search-key';
 import type { IdentitySettings } from './config';
@@ -30,10 +31,14 @@ export function normalizeEmail(email: string): string {
 /**
  * An email domain as security policies store and compare it: in the form
  * normalizeEmail gives an address (a leading "@" dropped), so a domain typed
- * decomposed matches the addresses at it.
+ * decomposed matches the addresses at it; and in Unicode, so its A-label
+ * (xn--bcher-kva.example, as DNS and some admins write it) is the same
+ * domain as the bücher.example of an address.
  */
 export function normalizeEmailDomain(domain: string): string {
-  return normalizeEmail(domain).replace(/^@/, '');
+  const typed = normalizeEmail(domain).replace(/^@/, '');
+  const ascii = domainToASCII(typed);
+  return ascii ? domainToUnicode(ascii) : typed;
 }
 
 export interface CompanyView {

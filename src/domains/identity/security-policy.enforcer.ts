@@ -216,7 +216,8 @@ export class SecurityPolicyEnforcer {
     }
     if (signUpEmail !== undefined && view.ssoSignupEmailDomains.length) {
       const domain = normalizeEmailDomain(signUpEmail.slice(signUpEmail.lastIndexOf('@') + 1));
-      if (!view.ssoSignupEmailDomains.includes(domain)) {
+      // Normalised again: a policy written before domains were stored in Unicode may hold an A-label.
+      if (!view.ssoSignupEmailDomains.some((allowed) => normalizeEmailDomain(allowed) === domain)) {
         return {
           reason: 'email_domain_not_allowed',
           error: new AppError('forbidden', `Your company does not allow signing up by single sign-on with an address at ${domain}`),
