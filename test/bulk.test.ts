@@ -599,6 +599,30 @@ test('cancelling a job whose file no ingest will read any more (its bulk.ingest 
   assert.equal((await call(app, keys.ownerA.key, 'GET', `/v1/bulk/status/${id}`)).json().total_rows, 0);
 });
 
+test('a job cancelled while its file was being read, whose ingest then gave up, lets go of the file at the next upload sweep, not on an operator\'s retry', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys } = await modulesCast(app);
+  await app.kernel.worker.stop();
+  const res = await submit(app, keys.ownerA.key, makeCsv(ROWS), 'late.csv');
+  assert.equal(res.statusCode, 202, res.body);
+  const id = res.json().job_id as string;
+  // Cancelled while its ingest is live: the ingest still reads the file, so the file stays.
+  assert.equal((await call(app, keys.ownerA.key, 'POST', `/v1/bulk/cancel/${id}`)).statusCode, 200);
+  assert.equal(uploads(app).length, 1);
+  assert.equal(await app.domains.bulk.bulk.sweepUploads(), 0);
+  assert.equal(uploads(app).length, 1, 'a live ingest still holds it');
+  // Then the ingest's attempts run out.
+  await sql(app, "update jobs set dead_lettered_at = ?, attempts = max_attempts, last_error = 'EIO' where kind = 'bulk.ingest'", [Date.now()]);
+  await app.domains.bulk.bulk.sweepUploads();
+  assert.deepEqual(uploads(app), [], 'the sweep let go of it');
+  const status = (await call(app, keys.ownerA.key, 'GET', `/v1/bulk/status/${id}`)).json();
+  assert.equal(status.status, 'cancelled');
+  assert.match(status.error, /^not read: /);
+  const file = await call(app, keys.ownerA.key, 'GET', `/v1/bulk/download/${id}`);
+  assert.equal(file.statusCode, 200, file.body);
+});
+
 test('an upload no job holds is removed once untouched for an hour (a kill mid-upload, a job deleted with its user); one still arriving or held by a job stays', async (t) => {
   const fake = await fakeOpenAi(t, classify());
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });

@@ -777,9 +777,14 @@ export class BulkService {
    * written for an hour: a server killed while a file arrived, or a job whose
    * user or company was deleted before its rows were read (the row went with
    * them, the file did not). An upload still arriving is written to, so it
-   * stays; one waiting for its rows to be read is held by its job.
+   * stays; one waiting for its rows to be read is held by its job. First, a
+   * cancelled job lets go of a file its ingest gave up on after the cancel
+   * (a cancel that came after finds that itself, `dropUnreadUpload`).
    */
   async sweepUploads(now = Date.now()): Promise<number> {
+    for (const { id } of this.reads.all<{ id: string }>("select id from bulk_jobs where status = 'cancelled' and upload_path is not null")) {
+      await this.dropUnreadUpload(id);
+    }
     let names: string[];
     try {
       names = await fs.promises.readdir(this.uploadDir);
