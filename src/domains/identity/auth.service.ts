@@ -416,6 +416,8 @@ export class AuthService {
 
   /** Whether the session has been idle for longer than the policy allows. */
   private idleFor(policy: CompiledPolicy, sessionId: string, stamp: number, now: number): boolean {
+    // Without an idle timeout (most companies) the session's activity is not looked up: this runs on every request.
+    if (idleTimeoutMs(policy) === null) return false;
     const lastSeen = Math.max(stamp, this.lastActive.get(sessionId) ?? 0, this.lastTouched.get(sessionId) ?? 0);
     return idlePastPolicy(policy, lastSeen, now);
   }
