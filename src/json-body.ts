@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import secureJson from 'secure-json-parse';
 import { AppError } from './errors/catalog';
 
@@ -42,4 +43,18 @@ export function parseJsonBody(body: Buffer, contentType: string | undefined): un
   } catch {
     throw new AppError('malformed_json', 'The body is not valid JSON');
   }
+}
+
+/**
+ * 415 for a request body sent in a content coding (gzip, br, …), on every
+ * server: none of Atrium's decodes one (RFC 9110 §15.5.16), and reading the
+ * coded bytes as they are would parse garbage, or take a mislabelled plain
+ * body as if the label were not there. `identity` is no coding.
+ */
+export function refuseContentCoding(headers: IncomingHttpHeaders): void {
+  const coding = headers['content-encoding'];
+  if (coding === undefined) return;
+  const codings = coding.split(',').map((c) => c.trim().toLowerCase());
+  if (codings.every((c) => c === '' || c === 'identity')) return;
+  throw new AppError('unsupported_media_type', `Content-Encoding ${JSON.stringify(coding.slice(0, 100))} is not accepted: send the body unencoded`);
 }

@@ -23,7 +23,7 @@ import { federatedSchema, resolverInstances, subgraphNames, type SubgraphName } 
 import { buildSubgraphs, subgraphDefinitions } from './supergraph';
 import { createContext, ResolverContainer, type GraphQLContext } from './context';
 import { onlyQueriesOverGet, toGraphQLError, withoutSuggestions } from './errors';
-import { parseJsonBody } from '../src/json-body';
+import { parseJsonBody, refuseContentCoding } from '../src/json-body';
 
 export interface ServeSubgraphOptions {
   host: string;
@@ -299,6 +299,7 @@ async function serveHttp(
 /** The request's JSON body (undefined when it is not JSON: Apollo refuses that), at most `limit` bytes, read as the main server reads it. */
 async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   const tooLarge = () => new AppError('payload_too_large', `The request body is larger than the server accepts (${limit} bytes)`);
+  refuseContentCoding(req.headers);
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) throw tooLarge();
   const chunks: Buffer[] = [];

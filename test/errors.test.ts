@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { SignJWT } from 'jose';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { bearer, build, login, PASSWORD, seedOwner } from './helper';
@@ -59,6 +60,34 @@ test('400 on POST /graphql with a malformed body is a GraphQL error with code ma
   const res = await app.inject({ method: 'POST', url: '/graphql', headers: { 'content-type': 'application/json' }, payload: '{bad' });
   assert.equal(res.statusCode, 400, res.body);
   assert.equal(res.json().errors[0].extensions.code, 'malformed_json');
+});
+
+test('415 unsupported_media_type: a body in a content coding (gzip, br, one unknown) is refused before it is read, on REST and POST /graphql, and changes nothing; identity is no coding', async (t) => {
+  const app = await build(t);
+  const { email } = await seedOwner(app);
+  const { access_token: token } = await login(app, email);
+  const patch = (coding: string) =>
+    app.inject({
+      method: 'PATCH',
+      url: '/v1/me/profile',
+      headers: { ...bearer(token), 'content-type': 'application/json', 'content-encoding': coding },
+      payload: JSON.stringify({ name: `Named ${coding}` }),
+    });
+  // A plain body labelled coded: not taken as if the label were not there.
+  for (const coding of ['br', 'x-unknown', 'identity, gzip']) assertProblem(await patch(coding), 415, 'unsupported_media_type');
+  const profile = await app.inject({ url: '/v1/me/profile', headers: bearer(token) });
+  assert.doesNotMatch(profile.json().name ?? '', /^Named/);
+  // A gzip body: neither inflated nor read as broken JSON.
+  const coded = gzipSync(JSON.stringify({ email, password: PASSWORD }));
+  assertProblem(await app.inject(loginRequest(coded as unknown as string, { 'content-type': 'application/json', 'content-encoding': 'gzip' })), 415, 'unsupported_media_type');
+  const graphql = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: { ...bearer(token), 'content-type': 'application/json', 'content-encoding': 'deflate' },
+    payload: JSON.stringify({ query: 'mutation { updateProfile(input: { name: "Named deflate" }) { name } }' }),
+  });
+  assert.equal(graphql.statusCode, 415, graphql.body);
+  assert.equal((await patch('identity')).statusCode, 200);
 });
 
 test('401 unauthenticated: no credential on /v1/me/profile', async (t) => {

@@ -135,8 +135,16 @@ test('a standalone subgraph answers mfa_enrollment_required as /graphql does, an
 });
 
 /** The same raw request to /graphql and to the subgraph: status and first error code of each. */
-async function bothAnswer(main: FastifyInstance, url: string, request: { method: 'GET' | 'POST'; query?: Record<string, string>; body?: Buffer | string; token?: string }) {
-  const headers: Record<string, string> = { ...(request.body !== undefined ? { 'content-type': 'application/json' } : {}), ...(request.token ? { authorization: `Bearer ${request.token}` } : {}) };
+async function bothAnswer(
+  main: FastifyInstance,
+  url: string,
+  request: { method: 'GET' | 'POST'; query?: Record<string, string>; body?: Buffer | string; token?: string; headers?: Record<string, string> },
+) {
+  const headers: Record<string, string> = {
+    ...(request.body !== undefined ? { 'content-type': 'application/json' } : {}),
+    ...(request.token ? { authorization: `Bearer ${request.token}` } : {}),
+    ...request.headers,
+  };
   const search = request.query ? `?${new URLSearchParams(request.query)}` : '';
   const viaMain = await main.inject({ method: request.method, url: `/graphql${search}`, headers, ...(request.body !== undefined ? { payload: request.body } : {}) });
   // Apollo asks a GET for a preflight header (its CSRF rule); a gateway sends one.
@@ -148,7 +156,7 @@ async function bothAnswer(main: FastifyInstance, url: string, request: { method:
   };
 }
 
-test('a standalone subgraph refuses what /graphql refuses with the same status and code: GET mutations, subscriptions, bodies that are not UTF-8 JSON', async (t) => {
+test('a standalone subgraph refuses what /graphql refuses with the same status and code: GET mutations, subscriptions, bodies that are not UTF-8 JSON or come in a content coding', async (t) => {
   const { main, other, url } = await appWithSubgraph(t);
   await seedOwner(main, 'refusals@example.com');
   await seedOwner(other, 'refusals@example.com');
@@ -159,6 +167,12 @@ test('a standalone subgraph refuses what /graphql refuses with the same status a
     { what: 'a subscription over HTTP', request: { method: 'POST' as const, body: JSON.stringify({ query: 'subscription { auditEvents { action } }' }) }, status: 400, code: 'bad_request' },
     { what: 'invalid UTF-8', request: { method: 'POST' as const, body: Buffer.concat([Buffer.from('{"query":"{ me { role } }","x":"'), Buffer.from([0xff]), Buffer.from('"}')]) }, status: 400, code: 'malformed_json' },
     { what: 'a __proto__ key', request: { method: 'POST' as const, body: '{"query":"{ me { role } }","__proto__":{"x":1}}' }, status: 400, code: 'malformed_json' },
+    {
+      what: 'a body in a content coding',
+      request: { method: 'POST' as const, body: '{"query":"{ me { role } }"}', headers: { 'content-encoding': 'br' } },
+      status: 415,
+      code: 'unsupported_media_type',
+    },
   ];
   for (const { what, request, status, code } of cases) {
     const answers = await bothAnswer(main, url, { ...request, token });
