@@ -73,7 +73,7 @@ async function submitJob(app: FastifyInstance, token: string): Promise<string> {
   const form = multipartForm({ input_column: 'q', prompt_template: '{text}' }, { content: makeCsv([['q'], ...Array.from({ length: ROWS }, (_, i) => [`q${i + 1}`])]), filename: 'q.csv' });
   const created = await app.inject({ method: 'POST', url: '/v1/bulk/jobs', payload: form.payload, headers: { ...form.headers, authorization: `Bearer ${token}` } });
   assert.equal(created.statusCode, 202, created.body);
-  return created.json().job_id as string;
+  return created.json().id as string;
 }
 
 /** The stream ended soon after `since`, before the job did, its last line the problem `code`, and no row after it. */

@@ -474,7 +474,11 @@ test('NDJSON rows: the stream follows a running job in row order and ends with i
   const form = multipartForm({ input_column: 'q', prompt_template: '{text}' }, { content: makeCsv([['q'], ...Array.from({ length: 12 }, (_, i) => [`q${i + 1}`])]), filename: 'q.csv' });
   const created = await app.inject({ method: 'POST', url: '/v1/bulk/jobs', payload: form.payload, headers: { ...form.headers, authorization: `Bearer ${tokens.ownerA}` } });
   assert.equal(created.statusCode, 202, created.body);
-  const id = created.json().job_id as string;
+  const id = created.json().id as string;
+  // A row number past what an integer parameter may be is 422, as page and per_page are, not an empty stream.
+  for (const after of ['2147483648', '9'.repeat(400)]) {
+    assertCode(await app.inject({ url: `/v1/bulk/jobs/${id}/rows?after=${after}`, headers: { authorization: `Bearer ${tokens.ownerA}` } }), 422, 'validation_error');
+  }
   // Asked at once, while the job runs: the stream waits for rows and ends when the job does.
   const live = await app.inject({ method: 'GET', url: `/v1/bulk/jobs/${id}/rows`, headers: { authorization: `Bearer ${tokens.ownerA}` } });
   assert.equal(live.statusCode, 200);
@@ -692,7 +696,7 @@ test('isolation: another company\'s bulk job is 404 on every path, a member sees
   assert.deepEqual(uploads(app), []);
 });
 
-test('the platform API takes CSV from a company key and refuses .xlsx (415); bulk.job.completed carries the counts', async (t) => {
+test('the platform API takes CSV from a company key, answers the job as id (not the AI-modules API\'s job_id) and refuses .xlsx (415); bulk.job.completed carries the counts', async (t) => {
   const fake = await fakeOpenAi(t, classify());
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
   const { a } = await modulesCast(app);
@@ -703,7 +707,9 @@ test('the platform API takes CSV from a company key and refuses .xlsx (415); bul
   assertCode(await submit(app, companyKey.key, await makeXlsx({ S: [['review'], ['x']] }), 'r.xlsx', FIELDS, '/v1/bulk/jobs'), 415, 'unsupported_media_type');
   const res = await submit(app, companyKey.key, makeCsv(ROWS), 'r.csv', FIELDS, '/v1/bulk/jobs');
   assert.equal(res.statusCode, 202, res.body);
-  const id = res.json().job_id as string;
+  // The platform API names a job id, as GET /bulk/jobs/{id}, POST /research and GraphQL do; job_id is the AI-modules API's name.
+  assert.deepEqual(Object.keys(res.json()).sort(), ['filename', 'format', 'id', 'status']);
+  const id = res.json().id as string;
   const status = await finished(app, companyKey.key, id, `/v1/bulk/jobs/${id}`);
   assert.equal(status.status, 'completed');
   assert.equal((await call(app, companyKey.key, 'GET', '/v1/bulk/jobs')).json().total, 1);

@@ -50,7 +50,7 @@ test('SIGTERM with a live rows stream open: the worker stops and hands the job b
   const form = multipartForm({ input_column: 'q', prompt_template: '{text}' }, { content: makeCsv([['q'], ...Array.from({ length: ROWS }, (_, i) => [`q${i + 1}`])]), filename: 'q.csv' });
   const submitted = await fetch(`${base}/bulk/jobs`, { method: 'POST', headers: { ...form.headers, authorization: `Bearer ${token}` }, body: form.payload });
   assert.equal(submitted.status, 202, await submitted.clone().text());
-  const { job_id: id } = (await submitted.json()) as { job_id: string };
+  const { id } = (await submitted.json()) as { id: string };
 
   // A dashboard follows the rows over a keep-alive connection (node's default agent keeps it).
   const lines: Record<string, unknown>[] = [];

@@ -32,6 +32,8 @@ const FORM =
 const FIELDS = ['input_column', 'prompt_template', 'output_column', 'model'] as const;
 
 const jobAccepted = (job: BulkJobView) => ({ job_id: job.id, status: job.status, filename: job.filename, format: job.format });
+/** The platform API names a job `id`, as its other bulk and research paths and GraphQL do. */
+const platformJobAccepted = (job: BulkJobView) => ({ id: job.id, status: job.status, filename: job.filename, format: job.format });
 
 /**
  * Reads a multipart upload: the `file` part streamed to disk (the limit
@@ -219,11 +221,18 @@ async function rows(request: FastifyRequest, reply: FastifyReply) {
   }
 }
 
+const acceptedProperties = { status: { type: 'string', enum: [...jobStates] }, filename: { type: 'string' }, format: { type: 'string', enum: ['csv', 'xlsx'] } };
 const acceptedSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['job_id', 'status', 'filename', 'format'],
-  properties: { job_id: { type: 'string', format: 'uuid' }, status: { type: 'string', enum: [...jobStates] }, filename: { type: 'string' }, format: { type: 'string', enum: ['csv', 'xlsx'] } },
+  properties: { job_id: { type: 'string', format: 'uuid' }, ...acceptedProperties },
+};
+const platformAcceptedSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'status', 'filename', 'format'],
+  properties: { id: { type: 'string', format: 'uuid' }, ...acceptedProperties },
 };
 /** A result file is in its input's format (TABLE_MIME), whichever door the job came in by. */
 const resultFile = {
@@ -355,7 +364,7 @@ export const bulkRoutes: RestRoute[] = [
     path: '/bulk/jobs',
     operationId: 'createBulkJob',
     summary: 'Create a bulk job from a CSV',
-    description: `multipart/form-data: file (CSV, up to UPLOAD_MAX_MB; anything else is 415), ${FORM} ${COST} Answers 202 with the job. ${PLATFORM}`,
+    description: `multipart/form-data: file (CSV, up to UPLOAD_MAX_MB; anything else is 415), ${FORM} ${COST} Answers 202 with the job's id, status, filename and format. ${PLATFORM}`,
     tag: 'Research and bulk jobs',
     auth: 'required',
     status: 202,
@@ -367,9 +376,9 @@ export const bulkRoutes: RestRoute[] = [
       429: 'job_limit_reached',
       503: 'ai_provider_not_configured',
     },
-    response: acceptedSchema,
+    response: platformAcceptedSchema,
     multipart: bulkForm('The table: CSV (decided by its content), up to UPLOAD_MAX_MB'),
-    raw: submitter(['csv'], jobAccepted),
+    raw: submitter(['csv'], platformJobAccepted),
   },
   {
     method: 'GET',
@@ -414,7 +423,7 @@ export const bulkRoutes: RestRoute[] = [
     problems: { 404: 'No bulk job with this id' },
     request: {
       params: { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'uuid' } } },
-      querystring: { type: 'object', additionalProperties: false, properties: { after: { type: 'integer', minimum: 0, default: 0, description: 'Resume after this row' } } },
+      querystring: { type: 'object', additionalProperties: false, properties: { after: { type: 'integer', minimum: 0, maximum: 2147483647, default: 0, description: 'Resume after this row' } } },
     },
     response: { type: 'string', description: 'NDJSON lines' },
     content: {
