@@ -26,14 +26,18 @@ type Loc = (string | number)[];
  */
 async function snapshot(app: FastifyInstance): Promise<string> {
   // A full-text index's shadow tables (some WITHOUT ROWID) change with the index itself, which is listed.
-  const tables = await sql<{ name: string }>(
+  const tables = await sql<{ name: string; sql: string }>(
     app,
-    "select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like '%\\_fts\\_%' escape '\\' order by name",
+    "select name, sql from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like '%\\_fts\\_%' escape '\\' order by name",
   );
   const rows: Record<string, unknown> = {};
-  for (const { name } of tables) {
+  for (const { name, sql: definition } of tables) {
     if (name === 'jobs' || name === 'sessions') continue;
-    const table = await sql<Record<string, unknown>>(app, `select * from "${name}" order by rowid`);
+    // A table stored by its key (the ledger's) has no rowid: its key orders it.
+    const order = /without rowid\s*$/i.test(definition)
+      ? (await sql<{ name: string }>(app, 'select name from pragma_table_info(?) where pk > 0 order by pk', [name])).map((c) => `"${c.name}"`).join(', ')
+      : 'rowid';
+    const table = await sql<Record<string, unknown>>(app, `select * from "${name}" order by ${order}`);
     // When a key was last used is written by any request it authenticates.
     rows[name] = table.map(({ last_used_at: _lastUsed, ...row }) => row);
   }
