@@ -962,3 +962,43 @@ test("a workbook's error values (#DIV/0!, #N/A) are read as the spreadsheet show
   for await (const row of readTable(file, { kind: 'xlsx', delimiter: ',', bom: false })) rows.push(row);
   assert.deepEqual(rows, [['review'], ['Great product'], ['#DIV/0!'], ['#N/A']]);
 });
+
+test('a bulk form\'s text field in bytes that are not UTF-8 is 422 at the field, and a field given twice is 422, on both doors: nothing kept, sent or spent; UTF-8 text arrives as sent', async (t) => {
+  const fake = await fakeOpenAi(t, (request) => ({ content: `seen:${request.messages.at(-1)!.content}`, usage: { prompt: 5, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys, tokens } = await modulesCast(app);
+  const boundary = '----atrium-bytes';
+  const field = (name: string, value: Buffer | string) =>
+    Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n`), Buffer.from(value), Buffer.from('\r\n')]);
+  const send = (url: string, credential: string, ...fields: Buffer[]) =>
+    app.inject({
+      method: 'POST',
+      url,
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, authorization: `Bearer ${credential}` },
+      payload: Buffer.concat([
+        ...fields,
+        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="r.csv"\r\nContent-Type: text/csv\r\n\r\n`),
+        makeCsv(ROWS),
+        Buffer.from(`\r\n--${boundary}--\r\n`),
+      ]),
+    });
+  const column = field('input_column', 'review');
+  for (const [url, credential] of [['/v1/bulk/submit', keys.ownerA.key], ['/v1/bulk/jobs', tokens.ownerA]] as const) {
+    // "résumé {text}" as Windows-1252 bytes: a loose decoder would send "r\uFFFDsum\uFFFD {text}" to the model.
+    const latin1 = await send(url, credential, column, field('prompt_template', Buffer.from('r\xe9sum\xe9 {text}', 'latin1')));
+    assertCode(latin1, 422, 'validation_error');
+    assert.deepEqual(latin1.json().errors.map((e: { loc: string[] }) => e.loc), [['body', 'prompt_template']]);
+    const twice = await send(url, credential, column, field('prompt_template', '{text}'), field('prompt_template', 'Other: {text}'));
+    assertCode(twice, 422, 'validation_error');
+    assert.deepEqual(twice.json().errors.map((e: { loc: string[] }) => e.loc), [['body', 'prompt_template']]);
+  }
+  assert.equal((await call(app, tokens.ownerA, 'GET', '/v1/bulk/jobs')).json().total, 0);
+  assert.deepEqual(uploads(app), []);
+
+  const accepted = await send('/v1/bulk/submit', keys.ownerA.key, column, field('prompt_template', 'résumé: {text}'));
+  assert.equal(accepted.statusCode, 202, accepted.body);
+  await app.kernel.worker.drain();
+  assert.equal(fake.seen.length, 3);
+  assert.ok(fake.seen.some((request) => request.messages.at(-1)!.content === 'résumé: Great product'), 'the template as sent');
+  await assertLedgerAddsUp(app);
+});

@@ -12,7 +12,7 @@ import { COLUMN_NAME_MAX, PROMPT_TEMPLATE_MAX, TABLE_MIME, type BulkJobView, typ
 import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import { jobStates } from '../../src/domains/research';
 import { jobIdAnswer, jobIdPage } from '../schemas';
-import { uploadFailure } from '../multipart';
+import { fieldText, TEXT_FIELDS_AS_BYTES, uploadFailure } from '../multipart';
 import type { Principal } from '../../src/auth/principal';
 import { callerOf, sessionCookieOf } from '../../src/host/principal';
 import { runInUnitOfWork } from '../../src/db/unit-of-work';
@@ -49,7 +49,7 @@ async function readUpload(request: FastifyRequest): Promise<{ path: string; file
   const tooLarge = () => new AppError('payload_too_large', `The file is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB, or the form has too many parts`);
   try {
     // A field's limit is in bytes: room for its longest allowed text in UTF-8 (up to four bytes a character).
-    for await (const part of request.parts({ limits: { fileSize: limits.maxBytes, files: 1, fields: 8, parts: 9, fieldSize: 4 * PROMPT_TEMPLATE_MAX + 1024 } })) {
+    for await (const part of request.parts({ ...TEXT_FIELDS_AS_BYTES, limits: { fileSize: limits.maxBytes, files: 1, fields: 8, parts: 9, fieldSize: 4 * PROMPT_TEMPLATE_MAX + 1024 } })) {
       if (part.type === 'file') {
         if (part.fieldname !== 'file') {
           part.file.resume();
@@ -61,7 +61,11 @@ async function readUpload(request: FastifyRequest): Promise<{ path: string; file
       } else if ((FIELDS as readonly string[]).includes(part.fieldname)) {
         // Cut short by the limit: refused rather than used as cut (a template would lose its end).
         if (part.valueTruncated) throw AppError.validation([{ loc: ['body', part.fieldname], msg: 'too long', type: 'string_too_long' }]);
-        fields[part.fieldname as (typeof FIELDS)[number]] = String(part.value);
+        // A field given twice is refused, as a second file is: which one was meant is not ours to guess.
+        if (fields[part.fieldname as (typeof FIELDS)[number]] !== undefined) {
+          throw AppError.validation([{ loc: ['body', part.fieldname], msg: 'given more than once', type: 'value_error' }]);
+        }
+        fields[part.fieldname as (typeof FIELDS)[number]] = fieldText(part.fieldname, part.value);
       }
     }
   } catch (error) {
