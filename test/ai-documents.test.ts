@@ -8,8 +8,8 @@ import { assertCode, call, gql, sql } from './admin-helper';
 import { build, bearer } from './helper';
 import { buildWithAi, moduleKey, modulesCast } from './ai-helper';
 import { fakeOpenAi } from './fake-ai';
-import { makeCsv, makeDocx, makePdf, makePng, makeXlsx, makeZipBomb, multipartBody, multipartForm } from './fixtures/document-files';
-import { chunkSections } from '../src/domains/documents';
+import { makeCsv, makeDocx, makePdf, makePdfBomb, makePng, makeXlsx, makeZipBomb, multipartBody, multipartForm } from './fixtures/document-files';
+import { chunkSections, DEFAULT_EXTRACT_LIMITS, runningPdfWorkers } from '../src/domains/documents';
 import { buildApp } from '../src/app';
 
 function upload(app: FastifyInstance, key: string, file: Buffer, filename: string) {
@@ -83,7 +83,7 @@ test('a name that disguises text is 415: trailing dots and spaces are ignored, a
 });
 
 test('a zip bomb is refused 413 before it is unpacked; an oversize file is 413; nothing stored', async (t) => {
-  const app = await build(t, { documents: { maxBytes: 1024 * 1024, maxUncompressedBytes: 250 * 1024 * 1024, maxZipEntries: 10_000, maxCompressionRatio: 100, maxTextChars: 5_000_000 } });
+  const app = await build(t, { documents: { ...DEFAULT_EXTRACT_LIMITS, maxBytes: 1024 * 1024 } });
   const { keys } = await modulesCast(app);
   for (const kind of ['docx', 'xlsx'] as const) {
     const bomb = await makeZipBomb(kind, 300 * 1024 * 1024);
@@ -105,6 +105,70 @@ test('a zip bomb is refused 413 before it is unpacked; an oversize file is 413; 
   }
   const big = Buffer.alloc(1024 * 1024 + 10, 'a');
   assertCode(await upload(app, keys.ownerA.key, big, 'big.txt'), 413, 'payload_too_large');
+  assert.equal(await documentCount(app), 0);
+});
+
+test('a PDF whose streams unpack past the limit, or with too many pages or too much text, is 413 before it is stored', async (t) => {
+  const app = await build(t, { documents: { ...DEFAULT_EXTRACT_LIMITS, maxUncompressedBytes: 4 * 1024 * 1024, maxPdfPages: 20, maxTextChars: 50 } });
+  const { keys } = await modulesCast(app);
+  const bomb = makePdfBomb(8 * 1024 * 1024);
+  assert.ok(bomb.length < 64 * 1024, `the bomb itself is small (${bomb.length} bytes)`);
+  const res = await upload(app, keys.ownerA.key, bomb, 'bomb.pdf');
+  assertCode(res, 413, 'payload_too_large');
+  assert.match(res.json().detail, /unpacks to more than 4 MB/);
+  // One page named 30 times: past the page limit.
+  const pages = await upload(app, keys.ownerA.key, makePdfBomb(100, 30), 'pages.pdf');
+  assertCode(pages, 413, 'payload_too_large');
+  assert.match(pages.json().detail, /more than 20 pages/);
+  // Eight times "Hello bomb" is past 50 characters: counted as the pages come in.
+  const text = await upload(app, keys.ownerA.key, makePdfBomb(100, 8), 'text.pdf');
+  assertCode(text, 413, 'payload_too_large');
+  assert.match(text.json().detail, /more than 50 characters/);
+  assert.equal(await documentCount(app), 0);
+  assert.equal(runningPdfWorkers(), 0);
+  // The same PDF within the limits is read as before.
+  const ok = await upload(app, keys.ownerA.key, makePdfBomb(100, 2), 'fine.pdf');
+  assert.equal(ok.statusCode, 201, ok.body);
+  assert.equal(ok.json().pages, 2);
+});
+
+test('a slow PDF is read off the event loop: /v1/health answers meanwhile; past the PDF time limit it is 413 and its worker is ended', async (t) => {
+  const app = await build(t, { documents: { ...DEFAULT_EXTRACT_LIMITS, pdfTimeoutMs: 1000 } });
+  const { keys } = await modulesCast(app);
+  // Ten MiB of content read for each of 30 page references: seconds of pdf.js work.
+  const slow = makePdfBomb(10 * 1024 * 1024, 30);
+  let done = false;
+  const latencies: number[] = [];
+  const probe = (async () => {
+    while (!done) {
+      const started = Date.now();
+      assert.equal((await app.inject({ method: 'GET', url: '/v1/health' })).statusCode, 200);
+      latencies.push(Date.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
+  const started = Date.now();
+  const res = await upload(app, keys.ownerA.key, slow, 'slow.pdf');
+  done = true;
+  await probe;
+  assert.ok(latencies.length >= 3, `the health check ran meanwhile (${latencies.length} times)`);
+  assert.ok(Math.max(...latencies) < 1000, `the health check answered promptly (at most ${Math.max(...latencies)} ms)`);
+  assertCode(res, 413, 'payload_too_large');
+  assert.match(res.json().detail, /longer than 1 s to read/);
+  assert.ok(Date.now() - started < 5000, `refused at its deadline (${Date.now() - started} ms)`);
+  assert.equal(runningPdfWorkers(), 0, 'the worker was ended');
+  assert.equal(await documentCount(app), 0);
+});
+
+test('a PDF whose reader runs out of memory is 413, never a 500, and the server keeps serving', async (t) => {
+  // A heap far too small for pdf.js itself: the worker dies for memory on any PDF.
+  const app = await build(t, { documents: { ...DEFAULT_EXTRACT_LIMITS, pdfHeapMb: 4 } });
+  const { keys } = await modulesCast(app);
+  const res = await upload(app, keys.ownerA.key, await makePdf(['hello']), 'hello.pdf');
+  assertCode(res, 413, 'payload_too_large');
+  assert.match(res.json().detail, /more than 4 MB of memory/);
+  assert.equal(runningPdfWorkers(), 0);
+  assert.equal((await app.inject({ method: 'GET', url: '/v1/health' })).statusCode, 200);
   assert.equal(await documentCount(app), 0);
 });
 

@@ -1,5 +1,8 @@
 import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import zlib from 'node:zlib';
+import { Worker } from 'node:worker_threads';
 import { Readable } from 'node:stream';
 import { fileTypeFromBuffer } from 'file-type';
 import yauzl from 'yauzl';
@@ -7,6 +10,8 @@ import mammoth from 'mammoth';
 import ExcelJS from 'exceljs';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { AppError, isAppError } from '../../errors/catalog';
+import type { PdfTextInput, PdfTextMessage } from './pdf-text';
+import { tidy } from './tidy';
 
 export const documentKinds = ['pdf', 'docx', 'xlsx', 'txt', 'csv'] as const;
 export type DocumentKind = (typeof documentKinds)[number];
@@ -22,13 +27,19 @@ export const DOCUMENT_MIME: Record<DocumentKind, string> = {
 export interface ExtractLimits {
   /** The upload limit; larger is 413. */
   maxBytes: number;
-  /** Total uncompressed size of a zip container's entries (docx, xlsx). */
+  /** Total uncompressed size of a zip container's entries (docx, xlsx), and of a PDF's streams. */
   maxUncompressedBytes: number;
   maxZipEntries: number;
   /** Uncompressed to compressed, per large entry and for the whole container. */
   maxCompressionRatio: number;
   /** Extracted text; more is 413. */
   maxTextChars: number;
+  /** A PDF's pages; more is 413. */
+  maxPdfPages: number;
+  /** Wall time a PDF's worker may take to read it; longer is 413. */
+  pdfTimeoutMs: number;
+  /** V8 heap of a PDF's worker; a PDF that needs more is 413. */
+  pdfHeapMb: number;
 }
 
 export const DEFAULT_EXTRACT_LIMITS: ExtractLimits = {
@@ -37,6 +48,9 @@ export const DEFAULT_EXTRACT_LIMITS: ExtractLimits = {
   maxZipEntries: 10_000,
   maxCompressionRatio: 100,
   maxTextChars: 5_000_000,
+  maxPdfPages: 10_000,
+  pdfTimeoutMs: 30_000,
+  pdfHeapMb: 512,
 };
 
 /** Entries smaller than this are not judged by their ratio: small XML compresses very well. */
@@ -383,26 +397,81 @@ export async function detectDocumentKind(bytes: Buffer, filename: string, limits
   return kind;
 }
 
-function tidy(text: string): string {
-  return text
-    .replace(/\r\n?/g, '\n')
-    .replace(/[ \t\f\v\u00a0]+/g, ' ')
-    .replace(/ *\n */g, '\n')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
+const PDF_WORKER = path.join(__dirname, 'pdf-text.worker.js');
+/** PDF workers at once, one a core (up to 4); further PDFs wait for one to end. */
+const PDF_WORKERS = Math.max(1, Math.min(4, os.availableParallelism()));
+let pdfWorkersBusy = 0;
+let pdfWorkersAlive = 0;
+const pdfQueue: (() => void)[] = [];
+
+/** PDF workers started and not yet exited (for tests: a refused PDF leaves none behind). */
+export function runningPdfWorkers(): number {
+  return pdfWorkersAlive;
 }
 
-async function pdfSections(bytes: Buffer): Promise<ExtractedSection[]> {
-  const { getDocumentProxy, extractText } = await import('unpdf');
+/** Runs `read` when fewer than PDF_WORKERS others run; its slot passes to the next in line once it has ended. */
+async function inPdfSlot<T>(read: () => Promise<T>): Promise<T> {
+  if (pdfWorkersBusy < PDF_WORKERS) pdfWorkersBusy++;
+  else await new Promise<void>((resolve) => pdfQueue.push(resolve));
   try {
-    // Errors only (pdf.js VerbosityLevel.ERRORS): its warnings about a malformed upload would go to the
-    // console, past the server's redacted logger, and the upload's fate is answered anyway.
-    const pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
-    const { text } = await extractText(pdf, { mergePages: false });
-    return (text as string[]).map((page, i) => ({ page: i + 1, text: tidy(page) }));
-  } catch (error) {
-    throw unreadable('PDF', error);
+    return await read();
+  } finally {
+    const next = pdfQueue.shift();
+    if (next) next();
+    else pdfWorkersBusy--;
   }
+}
+
+/**
+ * A PDF's pages, read by pdf.js in a worker thread started for it (see
+ * pdf-text.ts), never on the event loop: a PDF that takes longer than
+ * pdfTimeoutMs or needs more than pdfHeapMb is 413 and its worker is ended
+ * before this answers.
+ */
+function pdfSections(bytes: Buffer, limits: ExtractLimits): Promise<ExtractedSection[]> {
+  return inPdfSlot(
+    () =>
+      new Promise<ExtractedSection[]>((resolve, reject) => {
+        const input: PdfTextInput = { bytes, maxUncompressedBytes: limits.maxUncompressedBytes, maxPages: limits.maxPdfPages, maxTextChars: limits.maxTextChars };
+        const worker = new Worker(PDF_WORKER, {
+          workerData: input,
+          env: {},
+          argv: [],
+          execArgv: [],
+          stdout: true,
+          stderr: true,
+          resourceLimits: { maxOldGenerationSizeMb: limits.pdfHeapMb, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
+        });
+        pdfWorkersAlive++;
+        // pdf.js may print about a broken file; nobody reads it, so let it drain.
+        worker.stdout.resume();
+        worker.stderr.resume();
+        let outcome: (() => void) | null = null;
+        // The first outcome wins; it is answered once the worker has exited, so the slot is free and nothing is left running.
+        const finish = (answer: () => void) => {
+          if (outcome) return;
+          outcome = answer;
+          clearTimeout(timer);
+          void worker.terminate().catch(() => undefined);
+        };
+        const timer = setTimeout(() => finish(() => reject(tooLarge(`The PDF takes longer than ${Math.round(limits.pdfTimeoutMs / 1000)} s to read`))), limits.pdfTimeoutMs);
+        worker.once('message', (message: PdfTextMessage) =>
+          finish(() => {
+            if ('pages' in message) resolve(message.pages.map((text, i) => ({ page: i + 1, text })));
+            else if ('tooLarge' in message) reject(tooLarge(message.tooLarge));
+            else reject(unreadable('PDF', message.unreadable));
+          }),
+        );
+        worker.once('error', (error: Error & { code?: string }) =>
+          finish(() => reject(error.code === 'ERR_WORKER_OUT_OF_MEMORY' ? tooLarge(`The PDF needs more than ${limits.pdfHeapMb} MB of memory to read`) : unreadable('PDF', error))),
+        );
+        worker.once('exit', () => {
+          pdfWorkersAlive--;
+          finish(() => reject(unreadable('PDF', 'its reader exited')));
+          outcome!();
+        });
+      }),
+  );
 }
 
 async function xlsxSections(bytes: Buffer, limits: ExtractLimits): Promise<ExtractedSection[]> {
@@ -465,7 +534,7 @@ export async function extractDocument(bytes: Buffer, filename: string, limits: E
   if (bytes.length === 0) throw AppError.validation([{ loc: ['body', 'file'], msg: 'the file is empty', type: 'file' }], 'The file is empty');
   const kind = await detectDocumentKind(bytes, filename, limits);
   let sections: ExtractedSection[];
-  if (kind === 'pdf') sections = await pdfSections(bytes);
+  if (kind === 'pdf') sections = await pdfSections(bytes, limits);
   else if (kind === 'docx') {
     try {
       sections = [{ page: 1, text: tidy((await mammoth.extractRawText({ buffer: bytes })).value) }];

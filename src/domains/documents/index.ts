@@ -10,11 +10,17 @@ import { documentsMigrations } from './migrations';
 
 export { Document } from './document.entity';
 export { DocumentsService, RAG_QUERY_MAX, RAG_DOC_IDS_MAX, type DocumentView, type RagAnswer, type RagSource } from './documents.service';
-export { extractDocument, detectDocumentKind, decodeText, decodeTextAs, decodeWindows1252, zipEntries, cellText, chunkSections, documentKinds, DOCUMENT_MIME, DEFAULT_EXTRACT_LIMITS, type DocumentKind, type ExtractLimits, type TextEncoding } from './extract';
+export { extractDocument, detectDocumentKind, decodeText, decodeTextAs, decodeWindows1252, zipEntries, runningPdfWorkers, cellText, chunkSections, documentKinds, DOCUMENT_MIME, DEFAULT_EXTRACT_LIMITS, type DocumentKind, type ExtractLimits, type TextEncoding } from './extract';
 
-/** Upload limits (UPLOAD_MAX_MB, 50). */
+/** Upload limits (UPLOAD_MAX_MB, 50) and the time a PDF may take to read (PDF_TIMEOUT_SECONDS, 30). */
 function loadDocumentsConfig(env: Env): { documents: ExtractLimits } {
-  return { documents: { ...DEFAULT_EXTRACT_LIMITS, maxBytes: int(env, 'UPLOAD_MAX_MB', 50, 1) * 1024 * 1024 } };
+  return {
+    documents: {
+      ...DEFAULT_EXTRACT_LIMITS,
+      maxBytes: int(env, 'UPLOAD_MAX_MB', 50, 1) * 1024 * 1024,
+      pdfTimeoutMs: int(env, 'PDF_TIMEOUT_SECONDS', 30, 1, 600) * 1000,
+    },
+  };
 }
 
 /** Users' documents for question answering: text extraction, passages, the FTS5 index and answers grounded in it. */
