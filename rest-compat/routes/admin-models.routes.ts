@@ -26,7 +26,9 @@ export const adminModelRoutes: RestRoute[] = [
     summary: 'Add a model to the catalog',
     description:
       'ModelCreateRequest: id (a slug: lower-case letters, digits, ".", "_", "-"), display_name, provider, family, ' +
-      'credit_cost (integer >= 0, per 1,000 tokens), context_length (integer > 0), blocked (default false). An id ' +
+      'credit_cost (integer >= 0, per 1,000 tokens), context_length (integer > 0), blocked (default false), ' +
+      'price_per_1k_tokens (a decimal in the billing currency such as "0.005", at most 6 places; default "0.00", which no ' +
+      'spending budget counts). An id ' +
       `already in the catalog is 409 conflict. Audited model.created. ${EDITORS}`,
     tag: 'Administration',
     status: 201,
@@ -41,7 +43,8 @@ export const adminModelRoutes: RestRoute[] = [
     operationId: 'updateModel',
     summary: 'Change a catalog model',
     description:
-      'ModelPatchRequest: any of display_name, provider, family, credit_cost, context_length, blocked; omitted ' +
+      'ModelPatchRequest: any of display_name, provider, family, credit_cost, context_length, blocked, ' +
+      'price_per_1k_tokens; omitted ' +
       'fields stay as they are, unknown fields are 422. blocked: true removes the model from GET /models at once ' +
       'and makes requests naming it fail with 422 model_blocked. An unknown model_id is 404 model_not_found. ' +
       `Audited model.updated. ${EDITORS}`,

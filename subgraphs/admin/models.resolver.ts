@@ -1,16 +1,25 @@
-import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Ctx, Field, FieldResolver, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
 import { Access } from '../policy/access';
 import { Rest, RestArgs, type RestHints } from '../rest';
 import { ModelFields } from '../shared/model';
 import { MODEL_ID_PATTERN, MODEL_NAME_MAX } from '../../src/domains/catalog';
+import { formatMicros, MONEY_PATTERN } from '../../src/money';
 import type { GraphQLContext } from '../context';
-import type { CatalogApi, ModelAdminService } from '../../src/domains/catalog';
+import type { CatalogApi, Model, ModelAdminService } from '../../src/domains/catalog';
+
+/** The REST name is data/models.json's, not the snake_case of the GraphQL name (price_per1k_tokens). */
+const PRICE_NAME = 'price_per_1k_tokens';
+const PRICE = 'Price per 1,000 tokens in the billing currency (BILLING_CURRENCY), a decimal with at most 6 places, at most 1000.00';
 
 @ObjectType('AdminModel', { description: 'A model of the platform-wide catalog, blocked or not' })
 export class AdminModelType extends ModelFields {
   @Rest({ description: 'Hidden from GET /models and refused with 422 model_blocked' })
   @Field({ description: 'Blocked models are hidden from the model list and refused (model_blocked)' })
   blocked!: boolean;
+
+  @Rest({ name: PRICE_NAME, pattern: MONEY_PATTERN })
+  @Field(() => String, { description: `${PRICE}: the currency cost of its usage, which spending budgets count` })
+  pricePer1kTokens!: string;
 
   @Field()
   createdAt!: Date;
@@ -53,6 +62,10 @@ export class ModelCreateInput {
 
   @Field(() => Boolean, { nullable: true, description: 'Default false' })
   blocked?: boolean | null;
+
+  @Rest({ name: PRICE_NAME, pattern: MONEY_PATTERN })
+  @Field(() => String, { nullable: true, description: `${PRICE}. Default "0.00": its usage then costs nothing against a spending budget` })
+  pricePer1kTokens?: string | null;
 }
 
 @InputType('ModelPatchInput', { description: 'Fields to change; omitted or null fields stay as they are' })
@@ -79,13 +92,22 @@ export class ModelPatchInput {
 
   @Field(() => Boolean, { nullable: true })
   blocked?: boolean | null;
+
+  @Rest({ name: PRICE_NAME, pattern: MONEY_PATTERN })
+  @Field(() => String, { nullable: true, description: PRICE })
+  pricePer1kTokens?: string | null;
 }
 
-@Resolver()
+@Resolver(() => AdminModelType)
 export class ModelAdminResolver {
   static from = ({ catalog }: { catalog: CatalogApi }) => new ModelAdminResolver(catalog.admin);
 
   constructor(private readonly models: ModelAdminService) {}
+
+  @FieldResolver(() => String)
+  pricePer1kTokens(@Root() model: Model): string {
+    return formatMicros(model.priceMicrosPer1kTokens);
+  }
 
   @Access({ auth: 'authenticated' })
   @Query(() => [AdminModelType], { description: 'The whole model catalog, blocked models included (owners, admins, API keys)' })

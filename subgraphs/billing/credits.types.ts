@@ -3,9 +3,10 @@ import { Rest } from '../rest';
 import { PageType } from '../page';
 import { creditEntryKinds, GRANT_REASON_MAX, MAX_CREDITS_PER_WRITE } from '../../src/domains/billing';
 import { PlanType } from './plan.types';
+import { MONEY_PATTERN } from '../../src/money';
 
-/** A decimal amount of money as the API writes it. */
-export const MONEY_PATTERN = '^\\d{1,9}(\\.\\d{1,6})?$';
+/** A decimal amount of money as the API writes it (the kernel's, which its parser checks too). */
+export { MONEY_PATTERN };
 
 @ObjectType('CreditBalance', {
   description:

@@ -4,6 +4,7 @@ import { Model } from './model.entity';
 import { AppError, isAppError } from '../../errors/catalog';
 import { currentEm } from '../../db/unit-of-work';
 import { clipText } from '../../clip-text';
+import { parseMoney } from '../../money';
 
 export type ModelView = Pick<Model, 'id' | 'displayName' | 'provider' | 'family' | 'creditCost' | 'contextLength'>;
 
@@ -41,11 +42,13 @@ export interface ModelSeed extends ModelRow {
   family_default?: boolean;
 }
 
-/** Micro-units of a decimal price ("0.005" is 5,000). */
+/** Micro-units of a seed's decimal price ("0.005" is 5,000), with the parser the API uses; a bad one stops the start. */
 function priceMicros(text: string | undefined): number {
-  const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(text ?? '0');
-  if (!match) throw new Error(`data/models.json: price_per_1k_tokens must be a decimal with at most 6 places, got "${text}"`);
-  return Number(match[1]) * 1_000_000 + Number((match[2] ?? '').padEnd(6, '0'));
+  try {
+    return parseMoney(text ?? '0', ['price_per_1k_tokens']);
+  } catch {
+    throw new Error(`data/models.json: price_per_1k_tokens must be a decimal with at most 6 places, got "${text}"`);
+  }
 }
 
 export class CatalogService {

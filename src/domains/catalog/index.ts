@@ -9,7 +9,7 @@ import { catalogMigrations } from './migrations';
 
 export { Model } from './model.entity';
 export { CatalogService, MODEL_NAME_MAX, type ModelView, type ModelSeed } from './catalog.service';
-export { ModelAdminService, MODEL_ID_PATTERN, type ModelInput, type ModelPatch } from './model-admin.service';
+export { ModelAdminService, MODEL_ID_PATTERN, MODEL_PRICE_MAX_MICROS, type ModelInput, type ModelPatch } from './model-admin.service';
 
 /** The platform-wide model catalog: what callers may use, and its administration by superadmins. */
 export const catalogDomain = defineDomain({

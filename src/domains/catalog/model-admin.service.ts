@@ -1,6 +1,7 @@
 import type { Orm } from '../../db/orm';
 import { currentEm } from '../../db/unit-of-work';
-import { AppError, type ValidationIssue } from '../../errors/catalog';
+import { AppError, isAppError, type ValidationIssue } from '../../errors/catalog';
+import { formatMicros, MICROS_PER_UNIT, parseMoney } from '../../money';
 import { textLength } from '../../errors/text-length';
 import { isSuperadmin, requireCompanyAdmin } from '../../auth/policy';
 import type { Principal, RequestMeta } from '../../auth/principal';
@@ -15,6 +16,8 @@ export interface ModelInput {
   creditCost: number;
   contextLength: number;
   blocked?: boolean | null;
+  /** The provider's price per 1,000 tokens, a decimal of BILLING_CURRENCY as budgets are written ("0.005"); left out on create, 0. */
+  pricePer1kTokens?: string | null;
 }
 
 export type ModelPatch = { [K in keyof Omit<ModelInput, 'id'>]?: ModelInput[K] | null };
@@ -22,6 +25,27 @@ export type ModelPatch = { [K in keyof Omit<ModelInput, 'id'>]?: ModelInput[K] |
 /** Catalog ids: lower-case slugs such as gpt-4o or claude-3.5-sonnet. */
 export const MODEL_ID_PATTERN = '^[a-z0-9][a-z0-9._-]{0,99}$';
 const MODEL_ID = new RegExp(MODEL_ID_PATTERN);
+
+/** The highest price per 1,000 tokens ("1000.00"): keeps tokens × price exact in a double for any context length. */
+export const MODEL_PRICE_MAX_MICROS = 1_000 * MICROS_PER_UNIT;
+
+/** Micro-units of a price as the API writes it, with the budget's parser; undefined after adding its issue. */
+function priceMicros(text: unknown, issues: ValidationIssue[]): number | undefined {
+  const loc = ['body', 'price_per_1k_tokens'];
+  let micros: number;
+  try {
+    micros = parseMoney(text as string, loc);
+  } catch (error) {
+    if (!isAppError(error) || error.code !== 'validation_error') throw error;
+    issues.push(...(error.extra.errors as ValidationIssue[]));
+    return undefined;
+  }
+  if (micros > MODEL_PRICE_MAX_MICROS) {
+    issues.push({ loc, msg: `must be at most ${formatMicros(MODEL_PRICE_MAX_MICROS)}`, type: 'less_than_equal' });
+    return undefined;
+  }
+  return micros;
+}
 
 const FIELDS: { key: keyof ModelInput; loc: string; kind: 'text' | 'text64' | 'cost' | 'context' | 'bool' }[] = [
   { key: 'displayName', loc: 'display_name', kind: 'text' },
@@ -80,6 +104,8 @@ export class ModelAdminService {
     if (typeof input.id !== 'string' || !MODEL_ID.test(input.id)) {
       issues.unshift({ loc: ['body', 'id'], msg: `must match ${MODEL_ID_PATTERN}`, type: 'string_pattern_mismatch' });
     }
+    // Unpriced is 0, as before prices could be given here: its usage then costs nothing against a budget.
+    const price = input.pricePer1kTokens == null ? 0 : priceMicros(input.pricePer1kTokens, issues);
     if (issues.length) throw AppError.validation(issues);
     const em = currentEm(this.orm);
     if (await em.findOne(Model, { id: input.id })) throw new AppError('conflict', `A model with id ${input.id} already exists`);
@@ -91,6 +117,7 @@ export class ModelAdminService {
       creditCost: input.creditCost,
       contextLength: input.contextLength,
       blocked: input.blocked ?? false,
+      priceMicrosPer1kTokens: price,
     });
     // The change and its audit entry commit in one flush (the audit log's).
     await this.audit.record({
@@ -101,7 +128,7 @@ export class ModelAdminService {
       meta,
       targetType: 'model',
       targetId: model.id,
-      data: { displayName: model.displayName, provider: model.provider, blocked: model.blocked },
+      data: { displayName: model.displayName, provider: model.provider, blocked: model.blocked, pricePer1kTokens: formatMicros(model.priceMicrosPer1kTokens) },
     });
     return model;
   }
@@ -113,17 +140,22 @@ export class ModelAdminService {
     const model = await em.findOne(Model, { id: modelId });
     if (!model) throw new AppError('model_not_found', `No model ${modelId} in the catalog`);
     const issues = check(patch, false);
+    const price = patch.pricePer1kTokens == null ? undefined : priceMicros(patch.pricePer1kTokens, issues);
     if (issues.length) throw AppError.validation(issues);
     const changes: Record<string, { from: unknown; to: unknown }> = {};
     for (const { key } of FIELDS) {
       const raw = patch[key as keyof ModelPatch];
       if (raw === undefined || raw === null) continue;
       const value = typeof raw === 'string' ? raw.trim() : raw;
-      const current = model[key as keyof ModelPatch];
+      const current = model[key as Exclude<keyof ModelPatch, 'pricePer1kTokens'>];
       if (value !== current) {
         changes[key] = { from: current, to: value };
         Object.assign(model, { [key]: value });
       }
+    }
+    if (price !== undefined && price !== model.priceMicrosPer1kTokens) {
+      changes.pricePer1kTokens = { from: formatMicros(model.priceMicrosPer1kTokens), to: formatMicros(price) };
+      model.priceMicrosPer1kTokens = price;
     }
     if (Object.keys(changes).length === 0) return model;
     // The change and its audit entry commit in one flush (the audit log's).
