@@ -1,4 +1,6 @@
+import type { FastifyRequest } from 'fastify';
 import { AppError } from '../src/errors/catalog';
+import { refuseContentCoding } from '../src/json-body';
 
 /**
  * What a failure while reading an upload form is to the client, the same for
@@ -31,4 +33,10 @@ export function fieldText(name: string, value: unknown): string {
   } catch {
     throw AppError.validation([{ loc: ['body', name], msg: 'is not valid UTF-8 text', type: 'value_error' }]);
   }
+}
+
+/** 415 unless the request is a multipart form sent as it is (no content coding): `what` says what to send instead. */
+export function requireMultipart(request: FastifyRequest, what: string): void {
+  refuseContentCoding(request.headers);
+  if (!request.isMultipart()) throw new AppError('unsupported_media_type', what);
 }

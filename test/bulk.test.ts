@@ -963,7 +963,7 @@ test("a workbook's error values (#DIV/0!, #N/A) are read as the spreadsheet show
   assert.deepEqual(rows, [['review'], ['Great product'], ['#DIV/0!'], ['#N/A']]);
 });
 
-test('a bulk form\'s text field in bytes that are not UTF-8 is 422 at the field, and a field given twice is 422, on both doors: nothing kept, sent or spent; UTF-8 text arrives as sent', async (t) => {
+test('a bulk form\'s text field in bytes that are not UTF-8 is 422 at the field, a field given twice is 422 and a form in a content coding 415, on both doors: nothing kept, sent or spent; UTF-8 text arrives as sent', async (t) => {
   const fake = await fakeOpenAi(t, (request) => ({ content: `seen:${request.messages.at(-1)!.content}`, usage: { prompt: 5, completion: 5 } }));
   const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
   const { keys, tokens } = await modulesCast(app);
@@ -992,7 +992,14 @@ test('a bulk form\'s text field in bytes that are not UTF-8 is 422 at the field,
     assertCode(twice, 422, 'validation_error');
     assert.deepEqual(twice.json().errors.map((e: { loc: string[] }) => e.loc), [['body', 'prompt_template']]);
   }
+  // A form in a content coding is not read at all (README: 415 on every route that takes a body, uploads included).
+  const coded = multipartForm(FIELDS, { content: makeCsv(ROWS), filename: 'r.csv' });
+  for (const [url, credential] of [['/v1/bulk/submit', keys.ownerA.key], ['/v1/bulk/jobs', tokens.ownerA], ['/v1/rag/upload', keys.ownerA.key]] as const) {
+    const res = await app.inject({ method: 'POST', url, payload: coded.payload, headers: { ...coded.headers, 'content-encoding': 'gzip', authorization: `Bearer ${credential}` } });
+    assertCode(res, 415, 'unsupported_media_type');
+  }
   assert.equal((await call(app, tokens.ownerA, 'GET', '/v1/bulk/jobs')).json().total, 0);
+  assert.deepEqual((await call(app, keys.ownerA.key, 'GET', '/v1/rag/docs')).json().documents, []);
   assert.deepEqual(uploads(app), []);
 
   const accepted = await send('/v1/bulk/submit', keys.ownerA.key, column, field('prompt_template', 'résumé: {text}'));

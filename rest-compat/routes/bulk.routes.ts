@@ -12,7 +12,7 @@ import { COLUMN_NAME_MAX, PROMPT_TEMPLATE_MAX, TABLE_MIME, type BulkJobView, typ
 import { MODEL_NAME_MAX } from '../../src/domains/catalog';
 import { jobStates } from '../../src/domains/research';
 import { jobIdAnswer, jobIdPage } from '../schemas';
-import { fieldText, TEXT_FIELDS_AS_BYTES, uploadFailure } from '../multipart';
+import { fieldText, requireMultipart, TEXT_FIELDS_AS_BYTES, uploadFailure } from '../multipart';
 import type { Principal } from '../../src/auth/principal';
 import { callerOf, sessionCookieOf } from '../../src/host/principal';
 import { runInUnitOfWork } from '../../src/db/unit-of-work';
@@ -42,7 +42,7 @@ const platformJobAccepted = (job: BulkJobView) => ({ id: job.id, status: job.sta
  */
 async function readUpload(request: FastifyRequest): Promise<{ path: string; filename: string; fields: Partial<Record<(typeof FIELDS)[number], string>> }> {
   const { bulk, limits } = request.server.domains.bulk;
-  if (!request.isMultipart()) throw new AppError('unsupported_media_type', 'Send the file as multipart/form-data in a field named "file", with the other fields beside it');
+  requireMultipart(request, 'Send the file as multipart/form-data in a field named "file", with the other fields beside it');
   const target = bulk.uploadPath();
   const fields: Partial<Record<(typeof FIELDS)[number], string>> = {};
   let filename: string | null = null;

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { body, path, type RestRoute } from '../route';
 import { AppError } from '../../src/errors/catalog';
 import { documentKinds } from '../../src/domains/documents';
-import { uploadFailure } from '../multipart';
+import { requireMultipart, uploadFailure } from '../multipart';
 import { PROVIDER_TIMEOUT } from '../schemas';
 
 const KEY = 'Takes only an AI-modules key (Authorization: Bearer sk_live_svc_…) with the rag scope; any other credential is 401.';
@@ -29,7 +29,7 @@ const documentSchema = {
  */
 async function upload(request: FastifyRequest, reply: FastifyReply) {
   const { documents, limits } = request.server.domains.documents;
-  if (!request.isMultipart()) throw new AppError('unsupported_media_type', 'Send the file as multipart/form-data in a field named "file"');
+  requireMultipart(request, 'Send the file as multipart/form-data in a field named "file"');
   let bytes: Buffer | undefined;
   let filename = '';
   try {
