@@ -1009,3 +1009,24 @@ test('a bulk form\'s text field in bytes that are not UTF-8 is 422 at the field,
   assert.ok(fake.seen.some((request) => request.messages.at(-1)!.content === 'résumé: Great product'), 'the template as sent');
   await assertLedgerAddsUp(app);
 });
+
+test('CSV text under the name of a binary type or of a document bulk does not read (setup.exe, photo.png, report.pdf, "data.exe. ") is 415 on both doors and over GraphQL, as /rag/upload refuses it; nothing kept', async (t) => {
+  const fake = await fakeOpenAi(t, classify());
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url });
+  const { keys, tokens } = await modulesCast(app);
+  for (const filename of ['setup.exe', 'photo.png', 'report.pdf', 'letter.docx', 'data.exe. ']) {
+    assertCode(await submit(app, keys.ownerA.key, makeCsv(ROWS), filename), 415, 'unsupported_media_type');
+    assertCode(await submit(app, tokens.ownerA, makeCsv(ROWS), filename, FIELDS, '/v1/bulk/jobs'), 415, 'unsupported_media_type');
+    const graphql = await gql(app, tokens.ownerA, 'mutation($i: BulkCsvInput!) { submitBulkJob(input: $i) { id } }', {
+      i: { csv: makeCsv(ROWS).toString(), filename, inputColumn: 'review', promptTemplate: '{text}' },
+    });
+    assert.equal(graphql.errors?.[0]?.extensions?.code, 'unsupported_media_type', `${filename}: ${JSON.stringify(graphql)}`);
+  }
+  // Text names stay text.
+  for (const filename of ['rows.csv', 'rows.txt', 'rows.tsv', 'rows', 'rows.csv.']) {
+    assert.equal((await submit(app, keys.ownerA.key, makeCsv(ROWS), filename)).statusCode, 202, filename);
+  }
+  await app.kernel.worker.drain();
+  assert.equal((await call(app, tokens.ownerA, 'GET', '/v1/bulk/jobs')).json().total, 5);
+  assert.deepEqual(uploads(app), []);
+});

@@ -8,7 +8,7 @@ import { stringify } from 'csv-stringify';
 import ExcelJS from 'exceljs';
 import { fileTypeFromBuffer } from 'file-type';
 import { AppError } from '../../errors/catalog';
-import { cellText, decodeTextAs, decodeWindows1252, zipEntries, type ExtractLimits, type TextEncoding } from '../documents';
+import { cellText, decodeTextAs, decodeWindows1252, fileExtension, namesBinaryType, zipEntries, type ExtractLimits, type TextEncoding } from '../documents';
 import { clipText } from '../../clip-text';
 
 export const tableKinds = ['csv', 'xlsx'] as const;
@@ -144,7 +144,7 @@ export async function sniffTable(path: string, filename: string, limits: Extract
   const bytes = await head(path);
   const size = (await fs.promises.stat(path)).size;
   if (!bytes.length) throw AppError.validation([{ loc: ['body', 'file'], msg: 'the file is empty', type: 'file' }], 'The file is empty');
-  const extension = /\.([A-Za-z0-9]+)$/.exec(filename)?.[1]?.toLowerCase();
+  const extension = fileExtension(filename);
   let kind: TableKind;
   let delimiter = ',';
   let bom = false;
@@ -168,7 +168,9 @@ export async function sniffTable(path: string, filename: string, limits: Extract
     delimiter = sniffDelimiter(decoded.text.replace(/^\uFEFF/, ''));
   }
   const named = extension === 'xlsx' ? 'xlsx' : extension === 'csv' || extension === 'txt' || extension === 'tsv' ? 'csv' : undefined;
-  if (named && named !== kind) throw unsupported(`The content is ${kind === 'xlsx' ? 'an Excel workbook' : 'text'} but the file name says .${extension}`);
+  // Text under the name of a binary type (setup.exe) or of a document bulk does not read (report.pdf) contradicts its name, as uploads to /rag do.
+  const contradicted = (named && named !== kind) || (kind === 'csv' && extension && (namesBinaryType(extension) || extension === 'pdf' || extension === 'docx'));
+  if (contradicted) throw unsupported(`The content is ${kind === 'xlsx' ? 'an Excel workbook' : 'text'} but the file name says .${extension}`);
   return { kind, delimiter, bom };
 }
 

@@ -87,6 +87,17 @@ const BINARY_EXTENSIONS = new Set(
     'sqlite sqlite3 mdb accdb pst ttf otf woff woff2 eot swf',
   ].join(' ').split(' '),
 );
+
+/** Whether a file name's extension names a binary type Atrium does not read (text under it is refused: the name contradicts it). */
+export function namesBinaryType(extension: string): boolean {
+  return BINARY_EXTENSIONS.has(extension);
+}
+
+/** A file name's extension, lower-cased, read as Windows reads it: trailing dots and spaces dropped ("x.pdf. " opens as x.pdf). */
+export function fileExtension(filename: string): string | undefined {
+  return /\.([A-Za-z0-9]+)[. ]*$/.exec(filename)?.[1]?.toLowerCase();
+}
+
 const unsupported = (what: string) =>
   new AppError('unsupported_media_type', `${what}; accepted are PDF, Word (.docx), Excel (.xlsx), plain text and CSV`);
 const tooLarge = (detail: string) => new AppError('payload_too_large', detail);
@@ -371,8 +382,7 @@ function looksLikeCsv(text: string): boolean {
 
 /** The kind of an upload, decided by its bytes; the file name only tells CSV from plain text, and may not contradict the bytes. */
 export async function detectDocumentKind(bytes: Buffer, filename: string, limits: ExtractLimits = DEFAULT_EXTRACT_LIMITS): Promise<DocumentKind> {
-  // Windows drops trailing dots and spaces from a name, so "x.pdf. " opens as x.pdf: read the extension as it does.
-  const extension = /\.([A-Za-z0-9]+)[. ]*$/.exec(filename)?.[1]?.toLowerCase();
+  const extension = fileExtension(filename);
   const named = extension ? EXTENSIONS[extension] : undefined;
   let kind: DocumentKind;
   if (bytes.subarray(0, 5).toString('latin1') === '%PDF-') kind = 'pdf';
@@ -387,7 +397,7 @@ export async function detectDocumentKind(bytes: Buffer, filename: string, limits
       const type = await fileTypeFromBuffer(bytes);
       throw unsupported(type ? `The file is ${type.mime}` : 'The file is binary content of no accepted type');
     }
-    if (extension && BINARY_EXTENSIONS.has(extension)) throw unsupported(`The content is text but the file name says .${extension}`);
+    if (extension && namesBinaryType(extension)) throw unsupported(`The content is text but the file name says .${extension}`);
     kind = named === 'csv' || (named === undefined && looksLikeCsv(text)) ? 'csv' : 'txt';
   }
   const bothText = (named === 'txt' || named === 'csv') && (kind === 'txt' || kind === 'csv');

@@ -10,7 +10,7 @@ import { documentsMigrations } from './migrations';
 
 export { Document } from './document.entity';
 export { DocumentsService, RAG_QUERY_MAX, RAG_DOC_IDS_MAX, type DocumentView, type RagAnswer, type RagSource } from './documents.service';
-export { extractDocument, detectDocumentKind, decodeText, decodeTextAs, decodeWindows1252, zipEntries, runningPdfWorkers, cellText, chunkSections, documentKinds, DOCUMENT_MIME, DEFAULT_EXTRACT_LIMITS, type DocumentKind, type ExtractLimits, type TextEncoding } from './extract';
+export { extractDocument, detectDocumentKind, fileExtension, namesBinaryType, decodeText, decodeTextAs, decodeWindows1252, zipEntries, runningPdfWorkers, cellText, chunkSections, documentKinds, DOCUMENT_MIME, DEFAULT_EXTRACT_LIMITS, type DocumentKind, type ExtractLimits, type TextEncoding } from './extract';
 
 /** Upload limits (UPLOAD_MAX_MB, 50) and the time a PDF may take to read (PDF_TIMEOUT_SECONDS, 30). */
 function loadDocumentsConfig(env: Env): { documents: ExtractLimits } {
