@@ -194,7 +194,9 @@ test('every success body a seeded workspace answers is what /openapi.json declar
   const bulk = async (url: string, credential: string) => {
     const form = multipartForm({ input_column: 'review', prompt_template: 'Classify: {text}' }, { content: csv, filename: 'reviews.csv' });
     const res = await app.inject({ method: 'POST', url: `/v1${url}`, payload: form.payload, headers: { ...form.headers, ...bearer(credential) } });
-    return (hold('post', url, res).json() as { job_id: string }).job_id;
+    // The AI-modules API names the job job_id, the platform API id.
+    const accepted = hold('post', url, res).json() as { job_id?: string; id?: string };
+    return (url === '/bulk/submit' ? accepted.job_id : accepted.id)!;
   };
   const bulkJob = await bulk('/bulk/submit', key);
   const bulkId = await bulk('/bulk/jobs', owner);
