@@ -16,6 +16,11 @@ const rateLimitHeaders = {
   'X-Service-Version': { $ref: '#/components/headers/X-Service-Version' },
   'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
 };
+/** Every 401's challenge (RFC 9110 §11.6.1), as AppError sets it. */
+const WWW_AUTHENTICATE = {
+  schema: { type: 'string' },
+  description: 'Bearer realm="atrium"; with error="invalid_token" when a token was presented and refused (RFC 6750)',
+};
 
 /** A deprecated route's hook puts these on every answer, errors included. */
 const deprecationHeaders = {
@@ -158,7 +163,9 @@ function operation(compiled: CompiledRoute, bodyRef: BodyRef): JsonSchema {
           ? problem(description, '#/components/schemas/PaymentRequiredProblem')
           : status === 429 || (status === 503 && compiled.operation?.mayWait)
             ? { ...problem(description), headers: { ...headers, 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait' } } }
-            : problem(description, problemRef(description));
+            : status === 401
+              ? { ...problem(description, problemRef(description)), headers: { ...headers, 'WWW-Authenticate': WWW_AUTHENTICATE } }
+              : problem(description, problemRef(description));
   }
   return {
     operationId: route.operationId,

@@ -96,6 +96,25 @@ test('401 unauthenticated: no credential on /v1/me/profile', async (t) => {
   assert.equal(body.instance, '/v1/me/profile');
 });
 
+test('every 401 carries a WWW-Authenticate challenge (RFC 9110): Bearer, with error="invalid_token" for a token presented and refused', async (t) => {
+  const app = await build(t);
+  const { email } = await seedOwner(app);
+  const none = await app.inject({ url: '/v1/me/profile' });
+  assert.equal(none.statusCode, 401);
+  assert.equal(none.headers['www-authenticate'], 'Bearer realm="atrium"');
+  const garbage = await app.inject({ url: '/v1/me/profile', headers: bearer('not-a-token') });
+  assert.equal(garbage.statusCode, 401);
+  assert.equal(garbage.headers['www-authenticate'], 'Bearer realm="atrium", error="invalid_token"');
+  const wrong = await app.inject(loginRequest(JSON.stringify({ email, password: 'not the password' }), { 'content-type': 'application/json' }));
+  assert.equal(wrong.statusCode, 401);
+  assert.equal(wrong.headers['www-authenticate'], 'Bearer realm="atrium"');
+  // A pinned legacy client gets the header too.
+  const legacy = await app.inject({ url: '/v1/me/profile', headers: { 'x-service-api-version': '2026.04.21' } });
+  assert.equal(legacy.headers['www-authenticate'], 'Bearer realm="atrium"');
+  // No other status carries it.
+  assert.equal((await app.inject({ url: '/v1/nowhere' })).headers['www-authenticate'], undefined);
+});
+
 test('401 token_invalid: a garbage bearer token', async (t) => {
   const app = await build(t);
   assertProblem(await app.inject({ url: '/v1/me/profile', headers: bearer('not.a.jwt') }), 401, 'token_invalid');

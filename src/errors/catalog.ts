@@ -126,12 +126,21 @@ export class AppError extends Error {
     for (const member of PROBLEM_MEMBERS) {
       if (member in this.extra) throw new Error(`AppError ${code}: extra member "${member}" would replace the problem's own`);
     }
-    this.headers = options.headers ?? {};
+    this.headers = entry.status === 401 ? { 'www-authenticate': challenge(code), ...options.headers } : (options.headers ?? {});
   }
 
   static validation(issues: ValidationIssue[], detail = 'The request failed validation'): AppError {
     return new AppError('validation_error', detail, { extra: { errors: issues } });
   }
+}
+
+/**
+ * The challenge every 401 carries (RFC 9110 §11.6.1: a 401 names a scheme
+ * that would be accepted): a Bearer credential, and for a token that was
+ * presented and refused, why (RFC 6750 §3).
+ */
+function challenge(code: ErrorCode): string {
+  return code === 'token_invalid' || code === 'token_expired' ? 'Bearer realm="atrium", error="invalid_token"' : 'Bearer realm="atrium"';
 }
 
 export function isAppError(error: unknown): error is AppError {
