@@ -440,6 +440,17 @@ test('allowed_sso_providers, sso_signup_email_domains and ip_allowlist: SSO sign
   assert.equal((await lastFailure()).reason, 'ip_not_allowed');
 });
 
+/** A pending invitation of `email`, written as the invitation service stores one (its link is not needed: SSO sign-up finds it by address). */
+async function pendingInvitation(app: FastifyInstance, companyId: string, email: string): Promise<void> {
+  const id = randomBytes(16).toString('hex');
+  const now = Date.now();
+  await sql(
+    app,
+    'insert into invitations (id, company_id, email, role, token_hash, status, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)',
+    [id, companyId, email, 'member', createHash('sha256').update(id).digest('hex'), 'pending', now + 86_400_000, now],
+  );
+}
+
 test('sso_signup_email_domains are stored in NFC, as addresses are: a domain typed decomposed admits sign-up from an address at it', async (t) => {
   const app = await build(t, { sso: ssoConfig(google, null) });
   const owner = await seedOwner(app);
@@ -451,13 +462,7 @@ test('sso_signup_email_domains are stored in NFC, as addresses are: a domain typ
   assert.deepEqual(res.json().sso_signup_email_domains, [composed]);
 
   const email = `hire@${composed}`;
-  const id = randomBytes(16).toString('hex');
-  const now = Date.now();
-  await sql(
-    app,
-    'insert into invitations (id, company_id, email, role, token_hash, status, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)',
-    [id, owner.companyId, email, 'member', createHash('sha256').update(id).digest('hex'), 'pending', now + 86_400_000, now],
-  );
+  await pendingInvitation(app, owner.companyId, email);
   assert.equal((await signIn(app, google, 'google', googleClaims('g-hire', email))).res.statusCode, 302);
   assert.equal((await sql(app, 'select 1 from users where email = ?', [email])).length, 1);
 });
@@ -470,15 +475,7 @@ test('an SSO sign-up domain typed as its A-label (xn--) is the domain of its Uni
   assert.equal(res.statusCode, 200, res.body);
   assert.deepEqual(res.json().sso_signup_email_domains, ['b\u00fccher.example']);
 
-  const invite = async (email: string) => {
-    const id = randomBytes(16).toString('hex');
-    const now = Date.now();
-    await sql(
-      app,
-      'insert into invitations (id, company_id, email, role, token_hash, status, expires_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)',
-      [id, owner.companyId, email, 'member', createHash('sha256').update(id).digest('hex'), 'pending', now + 86_400_000, now],
-    );
-  };
+  const invite = (email: string) => pendingInvitation(app, owner.companyId, email);
   await invite('hire@b\u00fccher.example');
   assert.equal((await signIn(app, google, 'google', googleClaims('g-hire', 'hire@b\u00fccher.example'))).res.statusCode, 302);
 
