@@ -99,19 +99,19 @@ test('sessions: owner, admin and company key may; a member 403; another company 
   assertCode(await app.inject({ url: SESSIONS }), 401, 'unauthenticated');
 });
 
+/** Sets the company's session idle timeout through the admin API. */
+async function setIdleTimeout(app: FastifyInstance, token: string, minutes: number): Promise<void> {
+  const res = await app.inject({ method: 'PATCH', url: '/v1/admin/security/policy', headers: bearer(token), payload: { session_idle_timeout_minutes: minutes } });
+  assert.equal(res.statusCode, 200, res.body);
+}
+
 test('sessions idle past the company policy are not listed', async (t) => {
   const app = await build(t);
   const owner = await seedOwner(app);
   const member = await seedUser(app, owner.companyId);
   const ownerToken = (await login(app, owner.email)).access_token;
   await login(app, member.email);
-  const put = await app.inject({
-    method: 'PATCH',
-    url: '/v1/admin/security/policy',
-    headers: bearer(ownerToken),
-    payload: { session_idle_timeout_minutes: 15 },
-  });
-  assert.equal(put.statusCode, 200, put.body);
+  await setIdleTimeout(app, ownerToken, 15);
   await sql(app, 'update sessions set last_seen_at = ? where user_id = ?', [Date.now() - 20 * 60_000, member.userId]);
   const res = await app.inject({ url: SESSIONS, headers: bearer(ownerToken) });
   assert.deepEqual(res.json().items.map((s: { email: string }) => s.email), [owner.email]);
@@ -130,13 +130,7 @@ test('a session idle past the company policy counts on no admin view: the overvi
   const fresh = await loginAs(app, member.email);
   await loginAs(app, stranger.email);
   const superToken = (await loginAs(app, 'root@example.com')).access_token;
-  const put = await app.inject({
-    method: 'PATCH',
-    url: '/v1/admin/security/policy',
-    headers: bearer(ownerToken),
-    payload: { session_idle_timeout_minutes: 15 },
-  });
-  assert.equal(put.statusCode, 200, put.body);
+  await setIdleTimeout(app, ownerToken, 15);
   // The member's first session and the stranger's only one were last seen 20 minutes ago.
   const [idle, live] = await sql<{ id: string }>(app, 'select id from sessions where user_id = ? order by created_at, rowid', [member.userId]);
   const twentyMinutesAgo = Date.now() - 20 * 60_000;
