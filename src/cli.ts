@@ -13,6 +13,7 @@ import { stopOnSignals } from './kernel/signals';
 import { identityDomain } from './domains/identity';
 import { isSubgraphName, serveSubgraph, subgraphDefinition } from '../subgraphs/serve';
 import { UUID_PATTERN } from './ids';
+import { tuneHeapForServing } from './kernel/v8-tuning';
 
 const USAGE = `Usage: atrium [command] [options]
 
@@ -260,6 +261,7 @@ async function jobs(args: string[]) {
 async function serve(args: string[]) {
   const { values } = parse(args, {});
   if (values.help) return console.log(USAGE);
+  tuneHeapForServing();
   const signals = stopOnSignals();
   const app = await buildApp();
   try {
@@ -291,6 +293,7 @@ async function subgraph(args: string[]) {
     // A setting of the environment is not a wrong invocation: no usage after it.
     throw error instanceof ConfigError ? error : new UsageError((error as Error).message);
   }
+  tuneHeapForServing();
   const signals = stopOnSignals();
   // Only the domains this subgraph serves, and identity, which authenticates every request. A serving
   // process: it runs the jobs of the domains it booted (the mail the identity subgraph queues, its sweeps).

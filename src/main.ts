@@ -3,9 +3,11 @@ import { ConfigError } from './env';
 import { loggableError } from './kernel/log-redaction';
 import { ListenRefused } from './kernel/listen-error';
 import { stopOnSignals } from './kernel/signals';
+import { tuneHeapForServing } from './kernel/v8-tuning';
 
 /** `npm start`: listens, and stops cleanly on SIGINT, SIGTERM and SIGHUP, even one sent while it starts. */
 async function main() {
+  tuneHeapForServing();
   const signals = stopOnSignals();
   const app = await buildApp();
   try {
