@@ -118,12 +118,24 @@ class DeadlinePassed extends Error {
 class Deadline {
   private readonly own = new AbortController();
   private readonly timer: NodeJS.Timeout;
-  /** The caller's signal and the deadline together: what the SDK is given. */
-  readonly signal: AbortSignal;
+  private readonly unlink: () => void = () => undefined;
+  /**
+   * The caller's signal and the deadline together: what the SDK is given, a
+   * signal of the call's own. Not `AbortSignal.any`: the SDK never removes the
+   * listener it adds, and Node keeps a combined signal that has a listener
+   * alive until it aborts, so every call that ended normally stayed in memory
+   * (~2 KB each: a 100,000-row bulk job grew its process by ~200 MB).
+   */
+  readonly signal: AbortSignal = this.own.signal;
 
   constructor(ms: number, caller?: AbortSignal) {
     this.timer = setTimeout(() => this.own.abort(new DeadlinePassed()), ms);
-    this.signal = caller ? AbortSignal.any([caller, this.own.signal]) : this.own.signal;
+    if (caller?.aborted) this.own.abort(caller.reason);
+    else if (caller) {
+      const follow = () => this.own.abort(caller.reason);
+      caller.addEventListener('abort', follow, { once: true });
+      this.unlink = () => caller.removeEventListener('abort', follow);
+    }
   }
 
   /** Whether the deadline, not the caller, ended the call (the first abort gives the combined signal its reason). */
@@ -138,6 +150,7 @@ class Deadline {
 
   end(): void {
     clearTimeout(this.timer);
+    this.unlink();
   }
 
   /**

@@ -636,47 +636,39 @@ export class BulkService {
     let failure: unknown;
     // Set when the model answered but the row's result and credits did not commit.
     let unsettled = false;
-    // The SDK listens on the signal it is given and never lets go: each row gets its own, linked to the job's for as long as the row runs.
-    const rowAbort = new AbortController();
-    const stop = () => rowAbort.abort();
-    signal.addEventListener('abort', stop, { once: true });
-    try {
-      for (let attempt = 1; attempt <= this.config.rowAttempts; attempt++) {
-        let reply: Completion;
-        try {
-          reply = await this.ai.engine.complete({ model, messages, maxTokens, signal: rowAbort.signal });
-        } catch (error) {
-          failure = error;
-          if (signal.aborted || !worthRetrying(error) || attempt === this.config.rowAttempts) break;
-          await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)));
-          continue;
-        }
-        const tokens = reply.usage.totalTokens;
-        const credits = Math.min(creditsFor(tokens, model), hold.credits);
-        try {
-          await this.ai.credits.commit(hold, { credits, tokens, model: model.id }, (sql, now) => {
-            const output = reply.content.trim();
-            if (!sql.run("update bulk_rows set status = 'completed', output = ?, tokens = ?, credits = ?, finished_at = ? where job_id = ? and idx = ? and status = 'pending'", output, tokens, credits, now, job.id, row.idx).changes) {
-              throw new RowGone();
-            }
-            sql.run('update bulk_jobs set rows_completed = rows_completed + 1, credits_used = credits_used + ?, updated_at = ? where id = ?', credits, now, job.id);
-          });
-        } catch (error) {
-          if (error instanceof RowGone) {
-            await this.ai.credits.release(hold);
-            if (!this.reads.get(JOB, job.id)) this.stopGone(job.id);
-            return;
-          }
-          // Not the provider's failure: calling it again would not mend it, and would pay for another answer.
-          failure = error;
-          unsettled = true;
-          break;
-        }
-        this.progress(job.id);
-        return;
+    for (let attempt = 1; attempt <= this.config.rowAttempts; attempt++) {
+      let reply: Completion;
+      try {
+        reply = await this.ai.engine.complete({ model, messages, maxTokens, signal });
+      } catch (error) {
+        failure = error;
+        if (signal.aborted || !worthRetrying(error) || attempt === this.config.rowAttempts) break;
+        await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)));
+        continue;
       }
-    } finally {
-      signal.removeEventListener('abort', stop);
+      const tokens = reply.usage.totalTokens;
+      const credits = Math.min(creditsFor(tokens, model), hold.credits);
+      try {
+        await this.ai.credits.commit(hold, { credits, tokens, model: model.id }, (sql, now) => {
+          const output = reply.content.trim();
+          if (!sql.run("update bulk_rows set status = 'completed', output = ?, tokens = ?, credits = ?, finished_at = ? where job_id = ? and idx = ? and status = 'pending'", output, tokens, credits, now, job.id, row.idx).changes) {
+            throw new RowGone();
+          }
+          sql.run('update bulk_jobs set rows_completed = rows_completed + 1, credits_used = credits_used + ?, updated_at = ? where id = ?', credits, now, job.id);
+        });
+      } catch (error) {
+        if (error instanceof RowGone) {
+          await this.ai.credits.release(hold);
+          if (!this.reads.get(JOB, job.id)) this.stopGone(job.id);
+          return;
+        }
+        // Not the provider's failure: calling it again would not mend it, and would pay for another answer.
+        failure = error;
+        unsettled = true;
+        break;
+      }
+      this.progress(job.id);
+      return;
     }
     if (signal.aborted) {
       // Cancelled: the row is not run and its hold goes back. A lost lease keeps the hold for the worker that goes on (same key).
