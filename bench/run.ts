@@ -170,7 +170,7 @@ async function main() {
     const atrium = await startAtrium(ROOT, atriumPort, freshDir(), children);
     // The other build's servers start right after this one, before the references: a server started
     // apart from the others (this one, before the three references, as it once was) ran its profile reads
-    // 8 to 30% slower in every comparison, whichever build it was.
+    // 6 to 30% slower in every comparison, whichever build it was.
     const others = COMPARE
       ? {
           old1: await startAtrium(path.resolve(COMPARE), 18_085, freshDir(), children),
