@@ -18,7 +18,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function main() {
-  // The server runs its requests in this process, tuned as a serving process is (`node --allocation-site-pretenuring` keeps V8's default).
+  // The ledger runs in this process as it would in a server's, tuned as a serving process is (`node --allocation-site-pretenuring` keeps V8's default).
   tuneHeapForServing();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-bench-ledger-'));
   const atrium = await boot(loadConfig({ DATA_DIR: dir, SCRYPT_COST: '1024', LOG_LEVEL: 'warn' }));

@@ -138,7 +138,7 @@ class Deadline {
     }
   }
 
-  /** Whether the deadline, not the caller, ended the call (the first abort gives the combined signal its reason). */
+  /** Whether the deadline, not the caller, ended the call (the first abort gives the call's signal its reason). */
   get passed(): boolean {
     return this.signal.reason instanceof DeadlinePassed;
   }
