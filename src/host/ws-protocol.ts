@@ -19,9 +19,18 @@ export const offersGraphQLTransportWs = (header: string | undefined): boolean =>
 /** graphql-transport-ws close codes (the protocol's, as graphql-ws clients read them). */
 export const WS_CLOSE = { invalidMessage: 4400, unauthorized: 4401, initTimeout: 4408, duplicateId: 4409, tooManyInits: 4429 } as const;
 
+/**
+ * A message payload serialised already (JSON text): one result written to many sockets
+ * (./shared-subscriptions.ts). The screen's send writes it as it is.
+ */
+export class SerializedPayload {
+  constructor(readonly json: string) {}
+}
+
 /** The part of mercurius' (internal) SubscriptionConnection the screen uses. */
 export interface ScreenedConnection {
-  socket: { readyState?: number; close(code: number, reason?: string): void };
+  socket: { readyState?: number; close(code: number, reason?: string): void; send(data: string, callback: (error?: Error) => void): void };
+  handleConnectionClose(): void;
   isReady: boolean;
   /** The connection's context, holding its caller once connection_init was accepted. */
   context?: { principal?: Principal };
@@ -201,6 +210,21 @@ function conditionalRoot(document: DocumentNode, set: SelectionSetNode, seen: Se
   return false;
 }
 
+/** What mercurius' sendMessage does, with the payload's JSON as it is: a failed write closes the connection. */
+function sendSerialized(connection: ScreenedConnection, type: string, id: string, payload: SerializedPayload): Promise<void> {
+  return new Promise((resolve) => {
+    const failed = () => {
+      connection.handleConnectionClose();
+      resolve();
+    };
+    try {
+      connection.socket.send(`{"type":${JSON.stringify(type)},"id":${JSON.stringify(id)},"payload":${payload.json}}`, (error) => (error ? failed() : resolve()));
+    } catch {
+      failed();
+    }
+  });
+}
+
 const refusal = (error: AppError) => new GraphQLError(error.message, { originalError: error });
 
 function stateOf(connection: ScreenedConnection): ProtocolState {
@@ -226,6 +250,7 @@ function stateOf(connection: ScreenedConnection): ProtocolState {
       // The client completed it: its `complete` needs no answer, and no result of it is sent, a query's
       // included (graphql-transport-ws).
       if (id === undefined || stopped) return Promise.resolve();
+      if (payload instanceof SerializedPayload) return sendSerialized(connection, type, id, payload);
       // A `complete` carries no payload in graphql-transport-ws (mercurius sends `null`).
       return send(type, id, type === 'complete' ? undefined : payload);
     };

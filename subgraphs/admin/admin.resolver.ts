@@ -8,6 +8,7 @@ import type { GraphQLContext } from '../context';
 import { AUDIT_ACTION_BOUNDS, AuditEventPageType, AuditEventType, DocsFeedbackInput, DocsFeedbackReceiptType, HealthType } from './types';
 import { RestArgs } from '../rest';
 import { PAGE_BOUNDS } from '../page';
+import { SharedResults } from '../shared-results';
 
 @Resolver()
 export class AuditResolver {
@@ -29,6 +30,7 @@ export class AuditResolver {
   }
 
   @Access({ auth: 'authenticated' })
+  @SharedResults()
   @Subscription(() => AuditEventType, {
     description: "Each audited action of the caller's company, live (admins and owners)",
     subscribe: ({ context }) => {

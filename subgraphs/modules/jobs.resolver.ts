@@ -9,11 +9,26 @@ import { queueIterator } from '../../src/events/event-bus';
 import { BulkCsvInput, BulkJobPageType, BulkJobType, BulkRowType, JobUpdateType, ResearchInput, ResearchJobPageType, ResearchJobType } from './jobs.types';
 import { RestArgs, UUID } from '../rest';
 import { PAGE_BOUNDS } from '../page';
+import { SharedResults } from '../shared-results';
 
 type Update = { kind: 'research'; jobId: string; status: string; research: ResearchJobView; bulk: null } | { kind: 'bulk'; jobId: string; status: string; research: null; bulk: BulkJobView };
 
-const researchUpdate = (job: ResearchJobView): Update => ({ kind: 'research', jobId: job.id, status: job.status, research: job, bulk: null });
-const bulkUpdate = (job: BulkJobView): Update => ({ kind: 'bulk', jobId: job.id, status: job.status, research: null, bulk: job });
+/**
+ * One update per job view: an event hands every listener the same view, so
+ * every subscriber gets the same update, whose result is executed and
+ * serialised once for all of them (@SharedResults).
+ */
+const updates = new WeakMap<ResearchJobView | BulkJobView, Update>();
+const researchUpdate = (job: ResearchJobView): Update => {
+  let update = updates.get(job);
+  if (!update) updates.set(job, (update = { kind: 'research', jobId: job.id, status: job.status, research: job, bulk: null }));
+  return update;
+};
+const bulkUpdate = (job: BulkJobView): Update => {
+  let update = updates.get(job);
+  if (!update) updates.set(job, (update = { kind: 'bulk', jobId: job.id, status: job.status, research: null, bulk: job }));
+  return update;
+};
 
 const stateRank = (status: JobState) => (status === 'queued' ? 0 : status === 'running' ? 1 : 2);
 
@@ -175,6 +190,7 @@ export class JobsResolver {
 
   @Access({ auth: 'modules' })
   @RestArgs({ id: UUID })
+  @SharedResults()
   @Subscription(() => JobUpdateType, {
     description:
       'One research or bulk job as it changes: first its current state (the same shape as every update), then each change (research phases ' +
@@ -198,6 +214,7 @@ export class JobsResolver {
   }
 
   @Access({ auth: 'modules' })
+  @SharedResults()
   @Subscription(() => JobUpdateType, {
     description:
       "Every research and bulk job the caller may see as it changes (an admin's: the company's; a member's: their own), from now on (no " +

@@ -1,0 +1,66 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import WebSocket from 'ws';
+import { createClient } from 'graphql-ws';
+import { buildWithAi, modulesCast } from './ai-helper';
+import { fakeOpenAi } from './fake-ai';
+import { makeCsv, multipartForm } from './fixtures/document-files';
+import { sharedSubscriptionResults } from '../src/host/shared-subscriptions';
+import { JobsResolver } from '../subgraphs/modules/jobs.resolver';
+
+/** companyJobProgress and jobProgress are @SharedResults: one execution of an event per operation, whoever subscribed. */
+
+test('the shared subscription path is in place on the pinned mercurius (an upgrade must look again)', () => {
+  assert.equal(sharedSubscriptionResults(), true);
+});
+
+test('subscribers of the same operation share one execution of each job event; each still gets it under its own id, with its own selection, and only its own company', async (t) => {
+  const fake = await fakeOpenAi(t, () => ({ content: 'ok', delayMs: 20, usage: { prompt: 5, completion: 5 } }));
+  const app = await buildWithAi(t, { AI_BASE_URL: fake.url }, { bulk: { concurrency: 1, rowAttempts: 1, maxRows: 1000, maxConcurrent: 3 } } as never);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as AddressInfo).port;
+  const { tokens, keys } = await modulesCast(app);
+
+  // Each execution of the field runs its resolver once, on mercurius' path and on the shared one alike.
+  const proto = JobsResolver.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const resolve = proto.companyJobProgress!;
+  let executions = 0;
+  proto.companyJobProgress = function (this: unknown, ...args: unknown[]) {
+    executions++;
+    return resolve.apply(this, args);
+  };
+  t.after(() => (proto.companyJobProgress = resolve));
+
+  const follow = (token: string, query: string) => {
+    const client = createClient({ url: `ws://127.0.0.1:${port}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
+    t.after(() => client.dispose());
+    const updates: unknown[] = [];
+    client.subscribe({ query }, { next: (v) => updates.push(v.data), error: (e) => updates.push({ error: e }), complete: () => undefined });
+    return updates;
+  };
+  const BRIEF = 'subscription { companyJobProgress { jobId status } }';
+  const FULL = 'subscription Progress { companyJobProgress { kind jobId status bulk { rowsCompleted totalRows } } }';
+  const first = follow(tokens.ownerA, BRIEF);
+  const second = follow(tokens.ownerA, BRIEF);
+  const full = follow(tokens.ownerA, FULL);
+  const otherCompany = follow(tokens.ownerB, BRIEF);
+  await new Promise((r) => setTimeout(r, 300));
+
+  const form = multipartForm({ input_column: 'review', prompt_template: 'Classify: {text}' }, { content: makeCsv([['review'], ['a'], ['b'], ['c']]), filename: 'r.csv' });
+  const res = await app.inject({ method: 'POST', url: '/v1/bulk/submit', payload: form.payload, headers: { ...form.headers, authorization: `Bearer ${keys.ownerA.key}` } });
+  assert.equal(res.statusCode, 202, res.body);
+  const id = res.json().job_id as string;
+  const completed = (updates: unknown[]) => updates.some((u) => JSON.stringify(u).includes('"completed"'));
+  for (let i = 0; i < 300 && !(completed(first) && completed(second) && completed(full)); i++) await new Promise((r) => setTimeout(r, 20));
+
+  assert.ok(completed(first), JSON.stringify(first));
+  assert.ok(first.length >= 2, 'at least the running and completed states');
+  assert.deepEqual(second, first);
+  assert.deepEqual(first.at(-1), { companyJobProgress: { jobId: id, status: 'completed' } });
+  assert.equal(full.length, first.length);
+  assert.deepEqual(full.at(-1), { companyJobProgress: { kind: 'bulk', jobId: id, status: 'completed', bulk: { rowsCompleted: 3, totalRows: 3 } } });
+  assert.deepEqual(otherCompany, []);
+  // Two operations (BRIEF and FULL) over three subscribers of company A: two executions an event, not three.
+  assert.equal(executions, 2 * first.length);
+});
