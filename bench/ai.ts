@@ -8,7 +8,7 @@
  *    hold and its commit, the session write, the SDK, one more HTTP hop).
  *    Target: <= 2 ms at p50. In the same rounds, the two parts of that path
  *    the issues require, each timed alone: the same request through the
- *    official `openai` SDK (as the engine makes it) against bare `fetch`, and
+ *    official `openai` SDK (as the engine makes it, with its fetch) against bare `fetch`, and
  *    a durable credit hold and its commit through the ledger (the billing
  *    issue: reserve before the call, commit after), and Atrium's least
  *    request with the same key (GET /v1/apikeys/verify: the hop, the key,
@@ -25,6 +25,7 @@ import { inContext } from '../src/boot';
 import { tuneHeapForServing } from '../src/kernel/v8-tuning';
 import OpenAI from 'openai';
 import { fakeOpenAi } from '../test/fake-ai';
+import { providerFetch } from '../src/domains/ai/provider-fetch';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 2000);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 500);
@@ -90,7 +91,7 @@ async function chatOverhead() {
       },
     );
   // The same request as `direct`, made the way the engine makes it.
-  const sdk = new OpenAI({ baseURL: fake.url, apiKey: 'none', maxRetries: 0, timeout: 60_000 });
+  const sdk = new OpenAI({ baseURL: fake.url, apiKey: 'none', maxRetries: 0, timeout: 60_000, fetch: providerFetch });
   const throughSdk = (i: number) =>
     sdk.chat.completions
       .create({ model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'You are helpful.' }, { role: 'user', content: `question ${i}` }], max_tokens: 1024 })
