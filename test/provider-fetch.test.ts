@@ -1,6 +1,11 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import { execFile, execFileSync } from 'node:child_process';
 import zlib from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
@@ -107,4 +112,32 @@ test('a provider that cannot be reached is a connection error', async () => {
   const error = await ask(client).catch((e: unknown) => e);
   assert.ok(error instanceof OpenAI.APIConnectionError, String(error));
   assert.ok(!(error instanceof OpenAI.APIConnectionTimeoutError));
+});
+
+test('a provider over https (its certificate trusted through NODE_EXTRA_CA_CERTS, as an operator would) answers through the same fetch', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'atrium-provider-tls-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const [key, cert] = [path.join(dir, 'key.pem'), path.join(dir, 'cert.pem')];
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  const s = https.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(completion(`over ${req.socket.constructor.name}`)));
+  });
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => (s.closeAllConnections(), s.close(resolve))));
+  const port = (s.address() as AddressInfo).port;
+  // The certificate store is read when a process starts: the SDK runs in a child that trusts the test's certificate.
+  const script = `
+    const OpenAI = require('openai').default;
+    const { providerFetch } = require(${JSON.stringify(path.join(__dirname, '../src/domains/ai/provider-fetch.js'))});
+    new OpenAI({ baseURL: 'https://127.0.0.1:${port}/v1', apiKey: 'k', maxRetries: 0, fetch: providerFetch })
+      .chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })
+      .then((c) => process.stdout.write(c.choices[0].message.content), (e) => process.stdout.write('failed: ' + e.message));`;
+  const run = (env: Record<string, string>) =>
+    new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['-e', script], { env: { ...process.env, ...env }, cwd: path.join(__dirname, '..') }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    });
+  assert.equal(await run({ NODE_EXTRA_CA_CERTS: cert }), 'over TLSSocket');
+  // Not trusted: refused, not sent in the clear.
+  assert.match(await run({ NODE_EXTRA_CA_CERTS: '' }), /^failed: Connection error/);
 });
