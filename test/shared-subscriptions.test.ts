@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { createClient } from 'graphql-ws';
 import { buildWithAi, modulesCast } from './ai-helper';
+import { build, login, seedOwner } from './helper';
 import { fakeOpenAi } from './fake-ai';
 import { makeCsv, multipartForm } from './fixtures/document-files';
 import { sharedSubscriptionResults } from '../src/host/shared-subscriptions';
@@ -63,4 +64,26 @@ test('subscribers of the same operation share one execution of each job event; e
   assert.deepEqual(otherCompany, []);
   // Two operations (BRIEF and FULL) over three subscribers of company A: two executions an event, not three.
   assert.equal(executions, 2 * first.length);
+});
+
+test("a shared subscription is admitted as every socket operation is: past the caller's request budget it is refused (rate_limited) and nothing of it runs", async (t) => {
+  const app = await build(t, { rateLimit: { windowSeconds: 60, authenticated: 2, moduleKey: 10_000, anonymous: 1000, auth: 1000, feedback: 1000 } } as never);
+  const owner = await seedOwner(app);
+  const { access_token: token } = await login(app, owner.email);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const client = createClient({ url: `ws://127.0.0.1:${(app.server.address() as AddressInfo).port}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
+  t.after(() => client.dispose());
+  const run = (query: string) =>
+    new Promise<unknown>((resolve) => {
+      const received: unknown[] = [];
+      // A subscription that was let through stays open: 'open' after a while.
+      const timer = setTimeout(() => resolve('open'), 3000);
+      const end = (value: unknown) => (clearTimeout(timer), resolve(value));
+      client.subscribe({ query }, { next: (v) => received.push(v), error: (e) => end({ error: e }), complete: () => end(received) });
+    });
+  // A budget of two requests, spent by the two queries.
+  assert.deepEqual(await run('{ me { role } }'), [{ data: { me: { role: 'OWNER' } } }]);
+  assert.deepEqual(await run('{ me { role } }'), [{ data: { me: { role: 'OWNER' } } }]);
+  const refused = (await run('subscription { auditEvents { action } }')) as { error: { extensions?: { code?: string } }[] };
+  assert.equal(refused.error?.[0]?.extensions?.code, 'rate_limited', JSON.stringify(refused));
 });
