@@ -5,6 +5,8 @@ import { inContext } from '../src/boot';
 import type { AuditEvent } from '../src/domains/audit/audit-event.entity';
 import { assertCode, assertInvalid, call, cast, gql, sql } from './admin-helper';
 import { build } from './helper';
+import { readSeed } from '../src/seed-data';
+import type { ModelSeed } from '../src/domains/catalog';
 
 const NEW_MODEL = {
   id: 'acme-large-2',
@@ -155,4 +157,15 @@ test('a price set through the admin API (REST create, GraphQL patch) is what usa
   await spendsTheBudget(c.b.companyId, 'acme-small-1', 2000, 'gql');
   const audit = await sql<{ data: string }>(app, "select data from audit_events where action = 'model.updated' and target_id = 'acme-small-1'");
   assert.deepEqual(JSON.parse(audit[0].data).changes, { pricePer1kTokens: { from: '0.00', to: '0.005' } });
+});
+
+test('a seeded model a superadmin made free (price 0) stays free when the catalog is seeded again, as at every start', async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  const res = await call(app, c.tokens.superadmin, 'PATCH', '/v1/admin/models/gpt-4o-mini', { price_per_1k_tokens: '0' });
+  assert.equal(res.statusCode, 200, res.body);
+  assert.equal(res.json().price_per_1k_tokens, '0.00');
+  await inContext(app.kernel.orm, () => app.domains.catalog.models.seed(readSeed<ModelSeed[]>('models.json')));
+  assert.equal(app.domains.catalog.models.priceMicrosPer1kTokens('gpt-4o-mini'), 0);
+  assert.equal((await call(app, c.tokens.superadmin, 'GET', '/v1/admin/models')).json().find((m: { id: string }) => m.id === 'gpt-4o-mini').price_per_1k_tokens, '0.00');
 });

@@ -263,3 +263,24 @@ test('the ledger-clustered migration keeps every entry, hold and usage record an
   await assertLedgerAddsUp(app);
   assert.equal(ledger.balance(companyId).held, 10);
 });
+
+test('models stored before prices get the seed price once, by migration; seeding then leaves a stored price alone', async (t) => {
+  const dataDir = tempDir(t);
+  await createPreSplitDatabase(dataDir, BASELINE);
+  const db = new Database(path.join(dataDir, 'atrium.sqlite'));
+  try {
+    const insert = db.prepare('insert into `models` (`id`, `display_name`, `provider`, `family`, `credit_cost`, `context_length`, `created_at`) values (?, ?, ?, ?, ?, ?, ?)');
+    insert.run('gpt-4o-mini', 'GPT-4o mini', 'openai', 'gpt', 1, 128000, Date.now());
+    insert.run('in-house-7b', 'In-house 7B', 'local', 'in-house', 1, 8000, Date.now());
+  } finally {
+    db.close();
+  }
+  const app = await serve(t, dataDir);
+  await assertUpToDate(app);
+  const prices = await sql<{ id: string; price: number }>(app, "select `id`, `price_micros_per1k_tokens` as `price` from `models` where `id` in ('gpt-4o-mini', 'in-house-7b') order by `id`");
+  // data/models.json prices gpt-4o-mini at 0.0003 a thousand tokens; a model the seed does not know keeps 0.
+  assert.deepEqual(prices.map((p) => ({ ...p })), [
+    { id: 'gpt-4o-mini', price: 300 },
+    { id: 'in-house-7b', price: 0 },
+  ]);
+});

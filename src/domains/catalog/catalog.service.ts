@@ -43,7 +43,7 @@ export interface ModelSeed extends ModelRow {
 }
 
 /** Micro-units of a seed's decimal price ("0.005" is 5,000), with the parser the API uses; a bad one stops the start. */
-function priceMicros(text: string | undefined): number {
+export function seedPriceMicros(text: string | undefined): number {
   try {
     return parseMoney(text ?? '0', ['price_per_1k_tokens']);
   } catch {
@@ -121,8 +121,8 @@ export class CatalogService {
 
   /**
    * Inserts catalog entries that are missing; never overwrites an
-   * administrator's edits. A price the seed has and a model lacks (0, as
-   * models had before prices) is filled in.
+   * administrator's edits, a price of 0 included (the models stored before
+   * prices got the seed's once, by Migration20261223000000ModelPriceBackfill).
    */
   async seed(models: ModelSeed[]): Promise<number> {
     const em = currentEm(this.orm);
@@ -130,10 +130,7 @@ export class CatalogService {
     let added = 0;
     for (const m of models) {
       const stored = existing.get(m.id);
-      if (stored) {
-        if (stored.priceMicrosPer1kTokens === 0) stored.priceMicrosPer1kTokens = priceMicros(m.price_per_1k_tokens);
-        continue;
-      }
+      if (stored) continue;
       em.create(Model, {
         id: m.id,
         displayName: m.display_name,
@@ -142,7 +139,7 @@ export class CatalogService {
         creditCost: m.credit_cost,
         contextLength: m.context_length,
         blocked: m.blocked ?? false,
-        priceMicrosPer1kTokens: priceMicros(m.price_per_1k_tokens),
+        priceMicrosPer1kTokens: seedPriceMicros(m.price_per_1k_tokens),
         familyDefault: m.family_default ?? false,
       });
       added++;
