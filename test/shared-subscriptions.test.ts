@@ -9,6 +9,9 @@ import { fakeOpenAi } from './fake-ai';
 import { makeCsv, multipartForm } from './fixtures/document-files';
 import { sharedSubscriptionResults } from '../src/host/shared-subscriptions';
 import { JobsResolver } from '../subgraphs/modules/jobs.resolver';
+import { CreditsResolver } from '../subgraphs/billing/credits.resolver';
+import { cast } from './admin-helper';
+import { inContext } from '../src/boot';
 
 /** companyJobProgress and jobProgress are @SharedResults: one execution of an event per operation, whoever subscribed. */
 
@@ -86,4 +89,38 @@ test("a shared subscription is admitted as every socket operation is: past the c
   assert.deepEqual(await run('{ me { role } }'), [{ data: { me: { role: 'OWNER' } } }]);
   const refused = (await run('subscription { auditEvents { action } }')) as { error: { extensions?: { code?: string } }[] };
   assert.equal(refused.error?.[0]?.extensions?.code, 'rate_limited', JSON.stringify(refused));
+});
+
+test("creditsChanged is shared too: the company's admins get each balance once executed, its plan included, and another company nothing", async (t) => {
+  const app = await build(t);
+  const c = await cast(app);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as AddressInfo).port;
+  const proto = CreditsResolver.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const resolve = proto.creditsChanged!;
+  let executions = 0;
+  proto.creditsChanged = function (this: unknown, ...args: unknown[]) {
+    executions++;
+    return resolve.apply(this, args);
+  };
+  t.after(() => (proto.creditsChanged = resolve));
+  const follow = (token: string) => {
+    const client = createClient({ url: `ws://127.0.0.1:${port}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
+    t.after(() => client.dispose());
+    const seen: unknown[] = [];
+    client.subscribe({ query: 'subscription { creditsChanged { available purchased plan { id } } }' }, { next: (v) => seen.push(v), error: (e) => seen.push({ error: e }), complete: () => undefined });
+    return seen;
+  };
+  const owner = follow(c.tokens.ownerA);
+  const admin = follow(c.tokens.adminA);
+  const otherCompany = follow(c.tokens.ownerB);
+  const listeners = () => (app.kernel.events as unknown as { emitter: { listenerCount(t: string): number } }).emitter.listenerCount('credits.changed');
+  for (let i = 0; listeners() < 3 && i < 300; i++) await new Promise((r) => setTimeout(r, 10));
+  await inContext(app.kernel.orm, () => app.domains.billing.ledger.topUp({ companyId: c.a.companyId, credits: 300, key: 'pi_shared' }));
+  for (let i = 0; (owner.length < 1 || admin.length < 1) && i < 300; i++) await new Promise((r) => setTimeout(r, 10));
+  const expected = { data: { creditsChanged: { available: 2300, purchased: 300, plan: { id: 'starter' } } } };
+  assert.deepEqual(owner, [expected]);
+  assert.deepEqual(admin, [expected]);
+  assert.deepEqual(otherCompany, []);
+  assert.equal(executions, 1);
 });

@@ -7,6 +7,7 @@ import { PlanType } from './plan.types';
 import { CreditBalanceType, CreditGrantInput, CreditTransactionPageType, SpendingBudgetInput, SpendingBudgetType } from './credits.types';
 import { RestArgs, UUID } from '../rest';
 import { PAGE_BOUNDS } from '../page';
+import { SharedResults } from '../shared-results';
 
 const SUPERADMIN_COMPANY = "Superadmins only: another company's id (default: the caller's own)";
 
@@ -33,6 +34,7 @@ export class CreditsResolver {
     return this.ledger.balanceFor(ctx.principal, companyId);
   }
 
+  // The context serves only the read (its loaders): creditsChanged shares one result among its subscribers.
   @FieldResolver(() => PlanType)
   plan(@Root() balance: CreditBalance, @Ctx() ctx: GraphQLContext) {
     return ctx.container.get(BillingCompanyResolver).plan({ id: balance.companyId }, ctx);
@@ -92,6 +94,7 @@ export class CreditsResolver {
 
   @Access({ auth: 'authenticated' })
   @RestArgs({ companyId: UUID })
+  @SharedResults()
   @Subscription(() => CreditBalanceType, {
     description: "The company's balance each time it changes, live (owners, admins and keys; superadmins may name another company)",
     subscribe: ({ args, context }) => {
