@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
@@ -15,6 +15,22 @@ import { inContext } from '../src/boot';
 
 /** companyJobProgress and jobProgress are @SharedResults: one execution of an event per operation, whoever subscribed. */
 
+/**
+ * Counts the calls of a resolver method until the test ends: each execution of a
+ * subscription field runs its resolver once, on mercurius' path and on the shared one alike.
+ */
+function countCalls(t: TestContext, prototype: object, method: string): () => number {
+  const proto = prototype as Record<string, (...args: unknown[]) => unknown>;
+  const original = proto[method]!;
+  let calls = 0;
+  proto[method] = function (this: unknown, ...args: unknown[]) {
+    calls++;
+    return original.apply(this, args);
+  };
+  t.after(() => (proto[method] = original));
+  return () => calls;
+}
+
 test('the shared subscription path is in place on the pinned mercurius (an upgrade must look again)', () => {
   assert.equal(sharedSubscriptionResults(), true);
 });
@@ -26,15 +42,7 @@ test('subscribers of the same operation share one execution of each job event; e
   const port = (app.server.address() as AddressInfo).port;
   const { tokens, keys } = await modulesCast(app);
 
-  // Each execution of the field runs its resolver once, on mercurius' path and on the shared one alike.
-  const proto = JobsResolver.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
-  const resolve = proto.companyJobProgress!;
-  let executions = 0;
-  proto.companyJobProgress = function (this: unknown, ...args: unknown[]) {
-    executions++;
-    return resolve.apply(this, args);
-  };
-  t.after(() => (proto.companyJobProgress = resolve));
+  const executions = countCalls(t, JobsResolver.prototype, 'companyJobProgress');
 
   const follow = (token: string, query: string) => {
     const client = createClient({ url: `ws://127.0.0.1:${port}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
@@ -66,7 +74,7 @@ test('subscribers of the same operation share one execution of each job event; e
   assert.deepEqual(full.at(-1), { companyJobProgress: { kind: 'bulk', jobId: id, status: 'completed', bulk: { rowsCompleted: 3, totalRows: 3 } } });
   assert.deepEqual(otherCompany, []);
   // Two operations (BRIEF and FULL) over three subscribers of company A: two executions an event, not three.
-  assert.equal(executions, 2 * first.length);
+  assert.equal(executions(), 2 * first.length);
 });
 
 test("a shared subscription is admitted as every socket operation is: past the caller's request budget it is refused (rate_limited) and nothing of it runs", async (t) => {
@@ -96,14 +104,7 @@ test("creditsChanged is shared too: the company's admins get each balance once e
   const c = await cast(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as AddressInfo).port;
-  const proto = CreditsResolver.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
-  const resolve = proto.creditsChanged!;
-  let executions = 0;
-  proto.creditsChanged = function (this: unknown, ...args: unknown[]) {
-    executions++;
-    return resolve.apply(this, args);
-  };
-  t.after(() => (proto.creditsChanged = resolve));
+  const executions = countCalls(t, CreditsResolver.prototype, 'creditsChanged');
   const follow = (token: string) => {
     const client = createClient({ url: `ws://127.0.0.1:${port}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
     t.after(() => client.dispose());
@@ -122,5 +123,5 @@ test("creditsChanged is shared too: the company's admins get each balance once e
   assert.deepEqual(owner, [expected]);
   assert.deepEqual(admin, [expected]);
   assert.deepEqual(otherCompany, []);
-  assert.equal(executions, 1);
+  assert.equal(executions(), 1);
 });
