@@ -19,16 +19,13 @@ type Update = { kind: 'research'; jobId: string; status: string; research: Resea
  * serialised once for all of them (@SharedResults).
  */
 const updates = new WeakMap<ResearchJobView | BulkJobView, Update>();
-const researchUpdate = (job: ResearchJobView): Update => {
+function updateOf(job: ResearchJobView | BulkJobView, make: () => Update): Update {
   let update = updates.get(job);
-  if (!update) updates.set(job, (update = { kind: 'research', jobId: job.id, status: job.status, research: job, bulk: null }));
+  if (!update) updates.set(job, (update = make()));
   return update;
-};
-const bulkUpdate = (job: BulkJobView): Update => {
-  let update = updates.get(job);
-  if (!update) updates.set(job, (update = { kind: 'bulk', jobId: job.id, status: job.status, research: null, bulk: job }));
-  return update;
-};
+}
+const researchUpdate = (job: ResearchJobView) => updateOf(job, () => ({ kind: 'research', jobId: job.id, status: job.status, research: job, bulk: null }));
+const bulkUpdate = (job: BulkJobView) => updateOf(job, () => ({ kind: 'bulk', jobId: job.id, status: job.status, research: null, bulk: job }));
 
 const stateRank = (status: JobState) => (status === 'queued' ? 0 : status === 'running' ? 1 : 2);
 

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { Readable } from 'node:stream';
+import { Readable, type Transform } from 'node:stream';
 import zlib from 'node:zlib';
 
 /** What the official SDK calls its `fetch` option with (the part used here). */
@@ -12,7 +12,7 @@ const agents = {
 };
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
-const decoders: Record<string, () => NodeJS.ReadWriteStream> = {
+const decoders: Record<string, () => Transform> = {
   gzip: () => zlib.createGunzip(),
   'x-gzip': () => zlib.createGunzip(),
   deflate: () => zlib.createInflate(),
@@ -32,8 +32,9 @@ const decoders: Record<string, () => NodeJS.ReadWriteStream> = {
  * the body being read (an AbortError, which the SDK reads as an abort or a
  * time-out); a gzip, deflate or br body is decoded; a connection failure is
  * an Error the SDK turns into APIConnectionError. What it leaves to fetch
- * itself: a redirect, and a body that is not text or bytes (a stream, a
- * form), neither of which a chat completion sends.
+ * itself: a redirect (fetch sends the request again and follows it), and a
+ * body that is not text or bytes (a stream, a form), which a chat completion
+ * never sends.
  */
 export function providerFetch(input: string | URL | Request, init: FetchInit = {}): Promise<Response> {
   const body = init.body;
@@ -63,9 +64,10 @@ export function providerFetch(input: string | URL | Request, init: FetchInit = {
       const status = response.statusCode ?? 502;
       const location = response.headers.location;
       if (REDIRECTS.has(status) && location) {
+        // fetch asks again and follows it by the spec's rules (a 303, or a POST moved by 301 or 302, becomes a GET).
         stop();
         response.resume();
-        resolve(fetch(new URL(location, url), init as RequestInit));
+        resolve(fetch(input, init as RequestInit));
         return;
       }
       const answered = new Headers();
@@ -74,10 +76,10 @@ export function providerFetch(input: string | URL | Request, init: FetchInit = {
       const decode = decoders[(response.headers['content-encoding'] ?? '').trim().toLowerCase()];
       let stream: Readable = response;
       if (decode) {
-        const decoder = decode() as unknown as Readable;
+        const decoder = decode();
         // A failed read (a broken body) reaches the decoded stream's reader too.
         response.once('error', (error) => decoder.destroy(error));
-        stream = response.pipe(decoder as unknown as NodeJS.WritableStream) as unknown as Readable;
+        stream = response.pipe(decoder);
       }
       onAbort = () => {
         stream.destroy(aborted());
